@@ -1,0 +1,117 @@
+//! The backend interface: plain data in (problem, solver, inputs), plain data out (timings,
+//! output tensor, library error names). Backends know nothing of processes, files or CSV.
+
+pub mod cpu;
+
+use crate::op::{Inputs, OpKind, Problem};
+use crate::tensor::HostData;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Why a unit could not produce an output.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
+pub enum UnitError {
+    /// The library (or backend) says it cannot run this case with this solver.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// The library returned an error; `code` is the library's own name for it.
+    #[error("{library}: {code}: {message}")]
+    Library {
+        library: String,
+        code: String,
+        message: String,
+    },
+}
+
+/// What `probe` and the manifest say about a backend.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub backend: String,
+    pub available: bool,
+    /// Why the backend is not available (missing library, no device, not built).
+    pub missing: Option<String>,
+    pub devices: Vec<String>,
+    /// Library name -> version string.
+    pub versions: BTreeMap<String, String>,
+}
+
+/// Phase notifications from inside a backend (compile and alloc happen there).
+pub trait PhaseSink {
+    fn phase(&mut self, phase: &'static str);
+}
+
+impl<F: FnMut(&'static str)> PhaseSink for F {
+    fn phase(&mut self, phase: &'static str) {
+        self(phase)
+    }
+}
+
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    fn info(&self) -> BackendInfo;
+    /// The concrete solvers for a problem: what `solver = "all"` expands to.
+    fn solvers(&self, problem: &Problem) -> Vec<String>;
+    /// Allocates, uploads and compiles what the solver needs. `default` picks the backend's choice.
+    fn prepare(
+        &mut self,
+        problem: &Problem,
+        solver: &str,
+        inputs: &Inputs,
+        phases: &mut dyn PhaseSink,
+    ) -> Result<Box<dyn Prepared>, UnitError>;
+}
+
+/// A problem ready to run: one `run` is one timed execution.
+pub trait Prepared {
+    /// Executes once and returns the measured seconds (device time where the device has clocks).
+    fn run(&mut self) -> Result<f64, UnitError>;
+    /// The output of the most recent execution(s), in the problem's output type.
+    fn output(&mut self) -> Result<HostData, UnitError>;
+    fn workspace_bytes(&self) -> u64 {
+        0
+    }
+    /// Evicts caches before a cold sample; a no-op where the backend has nothing to flush.
+    fn flush_cache(&mut self) {}
+}
+
+/// Solver names every backend in this build knows for an op (for sweep validation).
+pub fn solver_names(op: OpKind) -> Vec<&'static str> {
+    cpu::solver_names(op).to_vec()
+}
+
+/// Backend names this build carries, and whether each is implemented yet.
+pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", false), ("rocm", false)];
+
+/// Opens a backend by name (`auto` picks the first available GPU backend, else the CPU).
+pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
+    match name {
+        "cpu" | "auto" => Ok(Box::new(cpu::CpuBackend::new())),
+        "cuda" | "rocm" => Err(format!(
+            "backend `{name}` is not implemented in rocsweep {} yet; use --backend cpu",
+            env!("CARGO_PKG_VERSION")
+        )),
+        other => Err(format!(
+            "unknown backend `{other}`, expected one of: auto, cpu, cuda, rocm"
+        )),
+    }
+}
+
+/// What every backend this build knows reports about itself.
+pub fn probe_all() -> Vec<BackendInfo> {
+    KNOWN
+        .iter()
+        .map(|(name, implemented)| match open(name) {
+            Ok(b) => b.info(),
+            Err(why) => BackendInfo {
+                backend: name.to_string(),
+                available: false,
+                missing: Some(if *implemented {
+                    why
+                } else {
+                    "not implemented in this build".into()
+                }),
+                ..BackendInfo::default()
+            },
+        })
+        .collect()
+}

@@ -1,0 +1,191 @@
+//! One unit from inputs to outcome: alloc/compile inside the backend, the first call, verification
+//! against the reference, then timing. Plain data in and out, so it can run inside a worker.
+
+use crate::backend::{Backend, PhaseSink, UnitError};
+use crate::op::Case;
+use crate::op::inputs::seed_from_id;
+use crate::results::status::Status;
+use crate::spec::policy::{Limits, TimingPolicy, VerifyPolicy};
+use crate::timing::{self, Stats};
+use crate::verify::{self, Reference, Verification};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// The sweep's policies a unit runs under.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Policies {
+    pub limits: Limits,
+    pub timing: TimingPolicy,
+    pub verify: VerifyPolicy,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub status: Status,
+    /// The phase a failure happened in (empty for `ok`).
+    pub phase: String,
+    /// The error text, or what verification found.
+    pub error: String,
+    /// Which reference the output was compared with: `cpu-f64`, `cpu-exact`, `statistical`, or
+    /// `none (...)` with the reason verification was not done.
+    pub reference: String,
+    pub verification: Option<Verification>,
+    pub first_call_s: Option<f64>,
+    pub stats: Option<Stats>,
+    pub workspace_bytes: u64,
+    pub wall_s: f64,
+}
+
+impl Outcome {
+    pub fn failed(status: Status, phase: &str, error: impl Into<String>) -> Outcome {
+        Outcome {
+            status,
+            phase: phase.to_string(),
+            error: error.into(),
+            reference: String::new(),
+            verification: None,
+            first_call_s: None,
+            stats: None,
+            workspace_bytes: 0,
+            wall_s: 0.0,
+        }
+    }
+}
+
+/// The reference of the last case verified, reused when the next unit is the same case with
+/// another solver or env combination (references cost more than the unit itself on the CPU).
+#[derive(Default)]
+pub struct ReferenceCache {
+    entry: Option<(String, Reference)>,
+}
+
+struct Tracker<'a> {
+    current: &'static str,
+    outer: &'a mut dyn PhaseSink,
+}
+
+impl PhaseSink for Tracker<'_> {
+    fn phase(&mut self, phase: &'static str) {
+        self.current = phase;
+        self.outer.phase(phase);
+    }
+}
+
+fn classify(e: UnitError, phase: &str) -> Outcome {
+    match e {
+        UnitError::Unsupported(why) => Outcome::failed(Status::Unsupported, phase, why),
+        other => Outcome::failed(Status::Error, phase, other.to_string()),
+    }
+}
+
+pub fn run_unit(
+    backend: &mut dyn Backend,
+    case: &Case,
+    solver: &str,
+    policies: &Policies,
+    cache: &mut ReferenceCache,
+    phases: &mut dyn PhaseSink,
+) -> Outcome {
+    let started = Instant::now();
+    let mut out = run_inner(backend, case, solver, policies, cache, phases);
+    out.wall_s = started.elapsed().as_secs_f64();
+    out
+}
+
+fn run_inner(
+    backend: &mut dyn Backend,
+    case: &Case,
+    solver: &str,
+    policies: &Policies,
+    cache: &mut ReferenceCache,
+    phases: &mut dyn PhaseSink,
+) -> Outcome {
+    let mut t = Tracker {
+        current: "alloc",
+        outer: phases,
+    };
+    t.phase("alloc");
+    let inputs = case.problem.make_inputs(seed_from_id(&case.id));
+    t.phase("compile");
+    let mut prepared = match backend.prepare(&case.problem, solver, &inputs, &mut t) {
+        Ok(p) => p,
+        Err(e) => return classify(e, t.current),
+    };
+    t.phase("run");
+    let first = Instant::now();
+    let first_device = match prepared.run() {
+        Ok(s) => s,
+        Err(e) => return classify(e, "run"),
+    };
+    // The first call's wall time includes lazy compilation and first touch; keep the larger.
+    let first_call_s = first.elapsed().as_secs_f64().max(first_device);
+
+    let mut outcome = Outcome {
+        status: Status::Ok,
+        phase: String::new(),
+        error: String::new(),
+        reference: String::new(),
+        verification: None,
+        first_call_s: Some(first_call_s),
+        stats: None,
+        workspace_bytes: prepared.workspace_bytes(),
+        wall_s: 0.0,
+    };
+
+    let vp = &policies.verify;
+    let ref_gflop = case.problem.reference_flops() / 1e9;
+    if !vp.enabled {
+        outcome.reference = "none (verification disabled)".into();
+    } else if ref_gflop > vp.max_reference_gflop {
+        outcome.reference = format!(
+            "none (reference needs {ref_gflop:.1} GFLOP > max_reference_gflop {})",
+            vp.max_reference_gflop
+        );
+    } else {
+        t.phase("verify");
+        let output = match prepared.output() {
+            Ok(o) => o,
+            Err(e) => return classify(e, "verify"),
+        };
+        let check = case.problem.check(vp.tolerance_scale);
+        let reference = match &cache.entry {
+            Some((id, r)) if *id == case.id => Some(r.clone()),
+            _ => {
+                let r = case.problem.reference(&inputs);
+                if let Some(r) = &r {
+                    cache.entry = Some((case.id.clone(), r.clone()));
+                }
+                r
+            }
+        };
+        outcome.reference = match (&check, &reference) {
+            (verify::Check::Normal { .. }, _) => "statistical".into(),
+            (verify::Check::BitExact, _) => "cpu-exact".into(),
+            _ => "cpu-f64".into(),
+        };
+        let reference = reference.unwrap_or(Reference::Values(Vec::new()));
+        let v = verify::verify(&output, &reference, check);
+        outcome.status = v.verdict.into();
+        if outcome.status != Status::Ok {
+            outcome.phase = "verify".into();
+            outcome.error = v.detail.clone();
+        }
+        outcome.verification = Some(v);
+    }
+
+    // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.
+    if outcome.status == Status::Ok && policies.timing.enabled {
+        t.phase("run");
+        let sample = |flush: bool| {
+            if flush {
+                prepared.flush_cache();
+            }
+            prepared.run()
+        };
+        match timing::measure(&policies.timing, sample) {
+            Ok(stats) => outcome.stats = Some(stats),
+            Err(e) => return classify(e, "run"),
+        }
+    }
+    outcome
+}

@@ -1,0 +1,11 @@
+//! Process exit codes, documented in README.md. `main` maps every error to one of these.
+
+/// The run finished (whatever statuses its units got), or the command succeeded.
+pub const OK: i32 = 0;
+/// An internal or I/O failure: the run could not be carried out.
+pub const FAILURE: i32 = 1;
+/// Bad input: a sweep file, a CLI value or a run directory. Nothing was written.
+pub const BAD_INPUT: i32 = 2;
+/// The run finished and `--fail-on-failure` was given and at least one unit failed
+/// (mismatch, zeros, nonfinite, hang, crash or error).
+pub const UNITS_FAILED: i32 = 3;

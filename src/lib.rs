@@ -1,0 +1,20 @@
+//! rocsweep: a benchmark and shape-sweep harness for GPU math libraries.
+//!
+//! Data flows one way: a sweep file ([`spec`]) expands into cases ([`op`]), the planner turns
+//! cases into units (case x solver x env combination), a [`backend`] runs each unit, the result
+//! is verified ([`verify`]) and timed ([`timing`]), and [`results`] writes the run directory.
+
+pub mod backend;
+pub mod build_info;
+pub mod cli;
+pub mod commands;
+pub mod cpu;
+pub mod dtype;
+pub mod exec;
+pub mod exit;
+pub mod op;
+pub mod results;
+pub mod spec;
+pub mod tensor;
+pub mod timing;
+pub mod verify;

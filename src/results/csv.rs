@@ -1,0 +1,173 @@
+//! results.csv: fixed columns (documented in README.md) followed by the op's parameters in their
+//! canonical order. Written and flushed row by row, so a crash loses nothing already finished.
+
+use super::status::Status;
+use crate::exec::unit::Outcome;
+use crate::op::{Case, OpKind};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+pub const FIXED_COLUMNS: &[&str] = &[
+    "unit_id",
+    "case_id",
+    "op",
+    "backend",
+    "device",
+    "solver",
+    "env",
+    "status",
+    "phase",
+    "error",
+    "reference",
+    "max_abs_err",
+    "max_rel_err",
+    "rms_err",
+    "zero_frac",
+    "nonfinite",
+    "first_call_ms",
+    "median_ms",
+    "p10_ms",
+    "p90_ms",
+    "mean_ms",
+    "stdev_ms",
+    "samples",
+    "gflops",
+    "gbps",
+    "workspace_bytes",
+    "flops",
+    "bytes",
+    "wall_ms",
+];
+
+pub fn header(op: OpKind) -> Vec<String> {
+    FIXED_COLUMNS
+        .iter()
+        .map(|s| s.to_string())
+        .chain(op.params().iter().map(|p| p.name.to_string()))
+        .collect()
+}
+
+/// Everything that identifies a unit besides its outcome.
+pub struct UnitKey<'a> {
+    pub unit_id: &'a str,
+    pub case: &'a Case,
+    pub solver: &'a str,
+    pub backend: &'a str,
+    pub device: &'a str,
+    pub env: &'a str,
+}
+
+fn num(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.6e}")
+    } else {
+        v.to_string()
+    }
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|s| format!("{:.6}", s * 1e3)).unwrap_or_default()
+}
+
+/// One CSV record for a unit and its outcome.
+pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
+    let p = &key.case.problem;
+    let (flops, bytes) = (p.flops(), p.bytes());
+    let st = out.stats.as_ref();
+    let m = out.verification.as_ref().map(|v| &v.metrics);
+    let rate = |work: f64, scale: f64| match st {
+        Some(s) if s.median > 0.0 && work > 0.0 => format!("{:.3}", work / s.median / scale),
+        _ => String::new(),
+    };
+    let mut r = vec![
+        key.unit_id.to_string(),
+        key.case.id.clone(),
+        p.kind().name().to_string(),
+        key.backend.to_string(),
+        key.device.to_string(),
+        key.solver.to_string(),
+        key.env.to_string(),
+        out.status.name().to_string(),
+        out.phase.clone(),
+        one_line(&out.error),
+        out.reference.clone(),
+        m.map(|m| num(m.max_abs_err)).unwrap_or_default(),
+        m.map(|m| num(m.max_rel_err)).unwrap_or_default(),
+        m.map(|m| num(m.rms_err)).unwrap_or_default(),
+        m.map(|m| format!("{:.6}", m.zero_frac)).unwrap_or_default(),
+        m.map(|m| m.nonfinite.to_string()).unwrap_or_default(),
+        ms(out.first_call_s),
+        ms(st.map(|s| s.median)),
+        ms(st.map(|s| s.p10)),
+        ms(st.map(|s| s.p90)),
+        ms(st.map(|s| s.mean)),
+        ms(st.map(|s| s.stdev)),
+        st.map(|s| s.samples.to_string()).unwrap_or_default(),
+        rate(flops, 1e9),
+        rate(bytes, 1e9),
+        out.workspace_bytes.to_string(),
+        format!("{flops:.0}"),
+        format!("{bytes:.0}"),
+        format!("{:.3}", out.wall_s * 1e3),
+    ];
+    r.extend(key.case.values.iter().map(|v| v.to_string()));
+    r
+}
+
+/// Errors can carry newlines (library messages, stderr tails); a CSV cell stays one line.
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " | ")
+}
+
+pub struct ResultsWriter {
+    inner: csv::Writer<BufWriter<File>>,
+}
+
+impl ResultsWriter {
+    /// Creates results.csv with its header.
+    pub fn create(path: &Path, op: OpKind) -> std::io::Result<ResultsWriter> {
+        let file = File::create(path)?;
+        let mut inner = csv::Writer::from_writer(BufWriter::new(file));
+        inner
+            .write_record(header(op))
+            .map_err(std::io::Error::other)?;
+        inner.flush()?;
+        Ok(ResultsWriter { inner })
+    }
+
+    pub fn append(&mut self, record: &[String]) -> std::io::Result<()> {
+        self.inner
+            .write_record(record)
+            .map_err(std::io::Error::other)?;
+        self.inner.flush()?;
+        Ok(())
+    }
+
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.inner.flush()?;
+        self.inner.get_ref().get_ref().sync_data()
+    }
+}
+
+/// Reads results.csv back as header + string records.
+pub fn read(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let header = rdr
+        .headers()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .iter()
+        .map(String::from)
+        .collect();
+    let mut rows = Vec::new();
+    for (i, rec) in rdr.records().enumerate() {
+        let rec = rec.map_err(|e| format!("{}: row {}: {e}", path.display(), i + 2))?;
+        rows.push(rec.iter().map(String::from).collect());
+    }
+    Ok((header, rows))
+}
+
+pub fn status_of(header: &[String], row: &[String]) -> Option<Status> {
+    let i = header.iter().position(|h| h == "status")?;
+    Status::parse(row.get(i)?)
+}

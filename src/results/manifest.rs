@@ -1,0 +1,149 @@
+//! manifest.json: everything needed to interpret and reproduce a run.
+
+use crate::backend::BackendInfo;
+use crate::exec::unit::Policies;
+use crate::spec::Sweep;
+use crate::spec::expand::EnvCombo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub manifest_version: u32,
+    pub rocsweep_version: String,
+    pub git_commit: String,
+    pub command_line: Vec<String>,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub host: Host,
+    pub backend: BackendInfo,
+    pub sweep: SweepInfo,
+    pub policies: Policies,
+    pub env_combos: Vec<EnvCombo>,
+    /// The environment of the supervisor, complete (each env combination adds to it).
+    pub environment: BTreeMap<String, String>,
+    pub units_planned: u64,
+    /// Units per status, filled in when the run finishes.
+    pub counts: BTreeMap<String, u64>,
+    /// Combinations dropped because they form no valid problem (first reason kept as an example).
+    pub invalid_combinations: u64,
+    pub invalid_example: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub os: String,
+    pub kernel: String,
+    pub arch: String,
+    pub cpu: String,
+    pub logical_cpus: usize,
+    pub memory_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SweepInfo {
+    pub name: String,
+    pub op: String,
+    pub path: String,
+    pub sha256: String,
+    pub text: String,
+    pub overrides: Vec<String>,
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+impl Host {
+    pub fn current() -> Host {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_kb = meminfo
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        let os = read_trim("/etc/os-release")
+            .and_then(|s| {
+                s.lines().find(|l| l.starts_with("PRETTY_NAME=")).map(|l| {
+                    l.trim_start_matches("PRETTY_NAME=")
+                        .trim_matches('"')
+                        .to_string()
+                })
+            })
+            .unwrap_or_else(|| std::env::consts::OS.to_string());
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            })
+            .unwrap_or_default();
+        Host {
+            hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
+            os,
+            kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+            arch: std::env::consts::ARCH.to_string(),
+            cpu,
+            logical_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_bytes: mem_kb * 1024,
+        }
+    }
+}
+
+impl SweepInfo {
+    pub fn of(s: &Sweep) -> SweepInfo {
+        SweepInfo {
+            name: s.name.clone(),
+            op: s.op.name().to_string(),
+            path: s.source.path.clone(),
+            sha256: s.source.sha256.clone(),
+            text: s.source.text.to_string(),
+            overrides: s.overrides.clone(),
+        }
+    }
+}
+
+/// The environment as text; values that are not UTF-8 are kept lossily rather than dropped.
+pub fn environment() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Writes the manifest atomically (temp file, fsync, rename), so readers never see half of it.
+pub fn write(dir: &Path, m: &Manifest) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(m).map_err(std::io::Error::other)?;
+    let tmp = dir.join(".manifest.json.tmp");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, dir.join("manifest.json"))
+}
+
+pub fn read(dir: &Path) -> Result<Manifest, String> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: line {}, column {}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })
+}

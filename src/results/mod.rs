@@ -1,0 +1,7 @@
+//! The run directory: results.csv (one row per unit), manifest.json, and the summary.
+
+pub mod csv;
+pub mod manifest;
+pub mod rundir;
+pub mod status;
+pub mod summary;

@@ -1,0 +1,84 @@
+//! Sweep-file and CLI-value errors that point at the offending text: file, line, column, what
+//! was found and what was expected. Rendered with miette's graphical handler.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use std::ops::Range;
+use std::sync::Arc;
+
+#[derive(Debug, thiserror::Error, Diagnostic)]
+#[error("{file}:{line}:{col}: {message}")]
+pub struct SpecError {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+    #[source_code]
+    src: NamedSource<Arc<String>>,
+    #[label("{label}")]
+    span: SourceSpan,
+    label: String,
+    #[help]
+    pub help: Option<String>,
+}
+
+impl SpecError {
+    /// An error at `span` (byte offsets into `text`). Line and column are 1-based; the column
+    /// counts characters, as editors do.
+    pub fn at(
+        file: &str,
+        text: &Arc<String>,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> SpecError {
+        let start = span.start.min(text.len());
+        let end = span.end.clamp(start, text.len());
+        let before = text.get(..start).unwrap_or("");
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let col = text
+            .get(line_start..start)
+            .map_or(1, |s| s.chars().count() + 1);
+        let message = message.into();
+        SpecError {
+            file: file.to_string(),
+            line,
+            col,
+            label: short_label(&message),
+            message,
+            src: NamedSource::new(file, Arc::clone(text)),
+            span: (start, end - start).into(),
+            help: None,
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> SpecError {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The offending text itself.
+    pub fn snippet(&self) -> String {
+        let (o, l) = (self.span.offset(), self.span.len());
+        self.src.inner().get(o..o + l).unwrap_or("").to_string()
+    }
+
+    /// The full report with the source excerpt, for a terminal.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let handler =
+            miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
+        if handler.render_report(&mut out, self).is_err() {
+            return self.to_string();
+        }
+        format!("error: {self}\n{out}")
+    }
+}
+
+fn short_label(message: &str) -> String {
+    let first = message.split(", expected").next().unwrap_or(message);
+    if first.len() > 60 {
+        "here".into()
+    } else {
+        first.to_string()
+    }
+}

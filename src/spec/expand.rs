@@ -1,0 +1,154 @@
+//! Streaming expansion: an odometer over the sweep's dimensions, filtered as it goes, so a
+//! million-case sweep never sits in memory.
+
+use super::value::Value;
+use super::{Sweep, slot_count};
+use crate::op::{self, Case, Default as D};
+use serde::{Deserialize, Serialize};
+
+/// One env combination: the fixed `[env]` values plus one value of each env axis.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvCombo {
+    pub vars: Vec<(String, String)>,
+}
+
+impl EnvCombo {
+    /// Canonical text (`A=1;B=2`, sorted by name) used in unit ids and the CSV's `env` column.
+    pub fn key(&self) -> String {
+        let mut v: Vec<String> = self.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        v.sort();
+        v.join(";")
+    }
+}
+
+impl Sweep {
+    /// Size of the full product before filters, per env combination (saturating).
+    pub fn product_size(&self) -> u128 {
+        self.dims
+            .iter()
+            .fold(1u128, |acc, d| acc.saturating_mul(d.len() as u128))
+    }
+
+    pub fn env_combos(&self) -> Vec<EnvCombo> {
+        let mut combos = vec![EnvCombo {
+            vars: self.env.clone(),
+        }];
+        for (name, values) in &self.env_axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut vars = c.vars.clone();
+                        vars.push((name.clone(), v.clone()));
+                        EnvCombo { vars }
+                    })
+                })
+                .collect();
+        }
+        combos
+    }
+
+    /// Every combination that survives the filters: full slot vectors (op parameters, then solver).
+    pub fn combinations(&self) -> Combinations<'_> {
+        let n = slot_count(self.op);
+        let params = self.op.params();
+        let covered = |slot: usize| {
+            self.dims
+                .iter()
+                .any(|d| d.axes.iter().any(|a| a.slot == slot))
+        };
+        let mut base = Vec::with_capacity(n);
+        let mut same_as = Vec::new();
+        for (slot, p) in params.iter().enumerate() {
+            base.push(match p.default {
+                D::Int(i) => Value::Int(i),
+                D::Float(f) => Value::Float(f),
+                D::Str(s) => Value::Str(s.to_string()),
+                D::Bool(b) => Value::Bool(b),
+                D::SameAs(other) => {
+                    if !covered(slot) {
+                        if let Some(src) = params.iter().position(|q| q.name == other) {
+                            same_as.push((slot, src));
+                        }
+                    }
+                    Value::Bool(false)
+                }
+            });
+        }
+        base.push(Value::Str("default".to_string()));
+        let done = self.dims.iter().any(|d| d.is_empty());
+        Combinations {
+            sweep: self,
+            base,
+            same_as,
+            idx: vec![0; self.dims.len()],
+            done,
+        }
+    }
+
+    /// Cases in expansion order. A combination that forms no valid problem (e.g. groups not
+    /// dividing c_in) comes out as `Err` with the reason, so callers can count and show it.
+    pub fn cases(&self) -> impl Iterator<Item = Result<Case, String>> + '_ {
+        let np = self.op.params().len();
+        self.combinations().map(move |mut slots| {
+            let solver = match slots.pop() {
+                Some(Value::Str(s)) => s,
+                _ => "default".to_string(),
+            };
+            debug_assert_eq!(slots.len(), np);
+            Case::new(self.op, slots, solver).map_err(|reason| reason.to_string())
+        })
+    }
+}
+
+pub struct Combinations<'a> {
+    sweep: &'a Sweep,
+    base: Vec<Value>,
+    same_as: Vec<(usize, usize)>,
+    idx: Vec<usize>,
+    done: bool,
+}
+
+impl Combinations<'_> {
+    fn current(&self) -> Vec<Value> {
+        let mut slots = self.base.clone();
+        for (d, &i) in self.sweep.dims.iter().zip(&self.idx) {
+            for a in &d.axes {
+                slots[a.slot] = a.values[i].clone();
+            }
+        }
+        for &(slot, src) in &self.same_as {
+            slots[slot] = slots[src].clone();
+        }
+        slots
+    }
+
+    fn advance(&mut self) {
+        for k in (0..self.idx.len()).rev() {
+            self.idx[k] += 1;
+            if self.idx[k] < self.sweep.dims[k].len() {
+                return;
+            }
+            self.idx[k] = 0;
+        }
+        self.done = true;
+    }
+}
+
+impl Iterator for Combinations<'_> {
+    type Item = Vec<Value>;
+
+    fn next(&mut self) -> Option<Vec<Value>> {
+        while !self.done {
+            let slots = self.current();
+            self.advance();
+            if !self.sweep.filters.iter().any(|f| f.matches(&slots)) {
+                return Some(slots);
+            }
+        }
+        None
+    }
+}
+
+/// The solver slot's name, for code that builds combinations by hand.
+pub const SOLVER_SLOT_NAME: &str = op::SOLVER;

@@ -1,0 +1,109 @@
+//! Per-sweep policies: phase time limits, timing and verification. Plain data, so a worker can
+//! receive them and the manifest can record them.
+
+use serde::{Deserialize, Serialize};
+
+/// Phases a unit goes through; the watchdog has a limit for each.
+pub const PHASES: &[&str] = &["init", "enumerate", "compile", "alloc", "run", "verify"];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Seconds allowed per phase, in `PHASES` order.
+    pub init: f64,
+    pub enumerate: f64,
+    pub compile: f64,
+    pub alloc: f64,
+    pub run: f64,
+    pub verify: f64,
+    /// Seconds between SIGTERM and SIGKILL when a limit expires.
+    pub grace: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            init: 60.0,
+            enumerate: 60.0,
+            compile: 300.0,
+            alloc: 30.0,
+            run: 60.0,
+            verify: 120.0,
+            grace: 2.0,
+        }
+    }
+}
+
+impl Limits {
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut f64> {
+        Some(match key {
+            "init" => &mut self.init,
+            "enumerate" => &mut self.enumerate,
+            "compile" => &mut self.compile,
+            "alloc" => &mut self.alloc,
+            "run" => &mut self.run,
+            "verify" => &mut self.verify,
+            "grace" => &mut self.grace,
+            _ => return None,
+        })
+    }
+
+    pub fn for_phase(&self, phase: &str) -> f64 {
+        match phase {
+            "init" => self.init,
+            "enumerate" => self.enumerate,
+            "compile" => self.compile,
+            "alloc" => self.alloc,
+            "verify" => self.verify,
+            _ => self.run,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimingPolicy {
+    /// Calls after the first one that are not measured.
+    pub warmup: u32,
+    pub min_samples: u32,
+    pub max_samples: u32,
+    /// Stop once the relative spread ((p90 - p10) / median) is at most this (0 turns it off).
+    pub target_noise: f64,
+    /// Stop sampling after this many seconds of measured time (once min_samples are in).
+    pub max_time: f64,
+    /// Evict caches between samples (GPU backends flush L2; the CPU backend touches a large buffer).
+    pub flush_cache: bool,
+    /// Skip timing altogether (verification only).
+    pub enabled: bool,
+}
+
+impl Default for TimingPolicy {
+    fn default() -> Self {
+        TimingPolicy {
+            warmup: 2,
+            min_samples: 5,
+            max_samples: 200,
+            target_noise: 0.05,
+            max_time: 1.0,
+            flush_cache: false,
+            enabled: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VerifyPolicy {
+    pub enabled: bool,
+    /// Multiplies every op's tolerance (raise it for algorithms known to lose precision).
+    pub tolerance_scale: f64,
+    /// Cases whose reference would cost more than this many GFLOP are not verified on the CPU.
+    pub max_reference_gflop: f64,
+}
+
+impl Default for VerifyPolicy {
+    fn default() -> Self {
+        VerifyPolicy {
+            enabled: true,
+            tolerance_scale: 1.0,
+            max_reference_gflop: 200.0,
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Verdicts: compare a backend's output with the reference and say `ok`, `mismatch`, `zeros` or
+//! `nonfinite`, with the error metrics that back the verdict.
+
+use crate::dtype::DType;
+use crate::tensor::HostData;
+use serde::{Deserialize, Serialize};
+
+/// What a verification found; the CSV's `status` column uses the same words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Ok,
+    Mismatch,
+    /// The output is all zero where the reference is not (seeds 000-002).
+    Zeros,
+    /// NaN or Inf where the reference is finite.
+    Nonfinite,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Mismatch => "mismatch",
+            Verdict::Zeros => "zeros",
+            Verdict::Nonfinite => "nonfinite",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    pub max_abs_err: f64,
+    pub max_rel_err: f64,
+    pub rms_err: f64,
+    /// Fraction of output elements that are exactly zero.
+    pub zero_frac: f64,
+    /// Output elements that are NaN or Inf where the reference is finite.
+    pub nonfinite: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub verdict: Verdict,
+    pub metrics: Metrics,
+    /// A short sentence on why the verdict is not `ok` (first failing element, statistic, ...).
+    pub detail: String,
+}
+
+/// Element-wise bound: |out - ref| <= rtol * |ref| + atol_rms * rms(ref).
+///
+/// Scaling the absolute part by the reference's RMS makes one rule work for any input scale: the
+/// error of a length-K dot product of random-signed terms grows like u * sqrt(K) * |partial sums|,
+/// and |partial sums| is of the order of rms(ref).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol_rms: f64,
+}
+
+/// Safety factor over the first-order error estimates; wrong results are off by O(1), far above it.
+const SAFETY: f64 = 16.0;
+
+impl Tolerance {
+    /// Tolerance for outputs that are sums of `k` products of exactly representable inputs,
+    /// multiplied in `mul` precision, accumulated in `acc` precision and stored as `out`.
+    pub fn for_reduction(k: usize, mul: DType, acc: DType, out: DType) -> Tolerance {
+        let k = k.max(1) as f64;
+        let u_mul = if mul == DType::Tf32 {
+            2.0 * mul.unit_roundoff()
+        } else {
+            0.0
+        };
+        Tolerance {
+            rtol: 2.0 * out.unit_roundoff(),
+            atol_rms: SAFETY * (acc.unit_roundoff() * k.sqrt() + u_mul + out.unit_roundoff()),
+        }
+    }
+
+    pub fn scaled(self, factor: f64) -> Tolerance {
+        Tolerance {
+            rtol: self.rtol * factor,
+            atol_rms: self.atol_rms * factor,
+        }
+    }
+}
+
+/// How an op's output is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Check {
+    Close(Tolerance),
+    /// Same bits (any NaN matches any NaN, since devices may canonicalise NaN payloads).
+    BitExact,
+    /// Normal samples: mean and standard deviation within `sigmas` standard errors, not constant.
+    Normal {
+        mean: f64,
+        std: f64,
+        sigmas: f64,
+    },
+}
+
+/// Compares `out` with `reference` under `check`. Lengths must match (a backend bug otherwise,
+/// reported as a mismatch rather than a panic).
+pub fn verify(out: &HostData, reference: &Reference, check: Check) -> Verification {
+    let n = out.len();
+    let mut m = Metrics::default();
+    let zeros = (0..n).filter(|&i| out.get_f64(i) == 0.0).count();
+    m.zero_frac = if n == 0 { 0.0 } else { zeros as f64 / n as f64 };
+    match (check, reference) {
+        (Check::Normal { mean, std, sigmas }, _) => verify_normal(out, mean, std, sigmas, m),
+        (Check::BitExact, Reference::Data(r)) => verify_bits(out, r, m),
+        (Check::Close(tol), Reference::Values(r)) => verify_close(out, r, tol, m),
+        (Check::Close(_), Reference::Data(r)) => {
+            let values = Reference::Values(r.to_f64_vec());
+            verify(out, &values, check)
+        }
+        (Check::BitExact, Reference::Values(_)) => Verification {
+            verdict: Verdict::Mismatch,
+            metrics: m,
+            detail: "internal: bit-exact check needs a typed reference".into(),
+        },
+    }
+}
+
+/// The reference an output is compared with: exact values (f64) or a typed tensor for bit checks.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reference {
+    Values(Vec<f64>),
+    Data(HostData),
+}
+
+fn length_mismatch(n: usize, r: usize, m: Metrics) -> Verification {
+    Verification {
+        verdict: Verdict::Mismatch,
+        metrics: m,
+        detail: format!("output has {n} elements, reference {r}"),
+    }
+}
+
+fn verify_close(out: &HostData, r: &[f64], tol: Tolerance, mut m: Metrics) -> Verification {
+    let n = out.len();
+    if n != r.len() {
+        return length_mismatch(n, r.len(), m);
+    }
+    let ref_rms = (r.iter().map(|x| x * x).sum::<f64>() / n.max(1) as f64).sqrt();
+    let atol = tol.atol_rms * ref_rms;
+    let mut sq = 0.0;
+    let mut first_bad: Option<(usize, f64, f64, f64)> = None;
+    let mut out_all_zero = true;
+    let mut ref_all_zero = true;
+    for (i, &want) in r.iter().enumerate() {
+        let got = out.get_f64(i);
+        out_all_zero &= got == 0.0;
+        ref_all_zero &= want == 0.0;
+        if !got.is_finite() {
+            if want.is_finite() {
+                m.nonfinite += 1;
+            }
+            continue;
+        }
+        let err = (got - want).abs();
+        sq += err * err;
+        m.max_abs_err = m.max_abs_err.max(err);
+        // Relative error against max(|ref|, rms(ref)): elements near zero would otherwise dominate.
+        let denom = want.abs().max(ref_rms);
+        if denom > 0.0 {
+            m.max_rel_err = m.max_rel_err.max(err / denom);
+        }
+        let bound = tol.rtol * want.abs() + atol;
+        if err > bound && first_bad.is_none() {
+            first_bad = Some((i, got, want, bound));
+        }
+    }
+    m.rms_err = (sq / n.max(1) as f64).sqrt();
+    if m.nonfinite > 0 {
+        return Verification {
+            verdict: Verdict::Nonfinite,
+            detail: format!("{} of {n} elements are NaN or Inf", m.nonfinite),
+            metrics: m,
+        };
+    }
+    if n > 0 && out_all_zero && !ref_all_zero {
+        return Verification {
+            verdict: Verdict::Zeros,
+            detail: format!("all {n} elements are zero; reference rms is {ref_rms:.3e}"),
+            metrics: m,
+        };
+    }
+    match first_bad {
+        Some((i, got, want, bound)) => Verification {
+            verdict: Verdict::Mismatch,
+            detail: format!(
+                "element {i}: got {got:.6e}, expected {want:.6e} (|err| {:.3e} > bound {bound:.3e})",
+                (got - want).abs()
+            ),
+            metrics: m,
+        },
+        None => Verification {
+            verdict: Verdict::Ok,
+            detail: String::new(),
+            metrics: m,
+        },
+    }
+}
+
+fn verify_bits(out: &HostData, r: &HostData, mut m: Metrics) -> Verification {
+    let n = out.len();
+    if n != r.len() {
+        return length_mismatch(n, r.len(), m);
+    }
+    if out.dtype() != r.dtype() {
+        return Verification {
+            verdict: Verdict::Mismatch,
+            metrics: m,
+            detail: format!(
+                "output dtype {} but reference dtype {}",
+                out.dtype(),
+                r.dtype()
+            ),
+        };
+    }
+    let mut differing = 0u64;
+    let mut first: Option<usize> = None;
+    let (mut out_all_zero, mut ref_all_zero) = (true, true);
+    for i in 0..n {
+        let (got, want) = (out.get_f64(i), r.get_f64(i));
+        out_all_zero &= got == 0.0;
+        ref_all_zero &= want == 0.0;
+        if !got.is_finite() && want.is_finite() {
+            m.nonfinite += 1;
+        }
+        let same = out.bits(i) == r.bits(i) || (got.is_nan() && want.is_nan());
+        if !same {
+            differing += 1;
+            first.get_or_insert(i);
+            let err = (got - want).abs();
+            if err.is_finite() {
+                m.max_abs_err = m.max_abs_err.max(err);
+                if want != 0.0 {
+                    m.max_rel_err = m.max_rel_err.max(err / want.abs());
+                }
+            }
+        }
+    }
+    let verdict = if m.nonfinite > 0 {
+        Verdict::Nonfinite
+    } else if n > 0 && out_all_zero && !ref_all_zero {
+        Verdict::Zeros
+    } else if differing > 0 {
+        Verdict::Mismatch
+    } else {
+        Verdict::Ok
+    };
+    let detail = match first {
+        Some(i) => format!(
+            "{differing} of {n} elements differ; first at {i}: bits {:#x}, expected {:#x}",
+            out.bits(i),
+            r.bits(i)
+        ),
+        None => String::new(),
+    };
+    Verification {
+        verdict,
+        metrics: m,
+        detail,
+    }
+}
+
+fn verify_normal(out: &HostData, mean: f64, std: f64, sigmas: f64, mut m: Metrics) -> Verification {
+    let n = out.len();
+    let mut sum = 0.0;
+    let mut finite = 0usize;
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for i in 0..n {
+        let v = out.get_f64(i);
+        if v.is_finite() {
+            sum += v;
+            finite += 1;
+            lo = lo.min(v);
+            hi = hi.max(v);
+        } else {
+            m.nonfinite += 1;
+        }
+    }
+    let got_mean = sum / finite.max(1) as f64;
+    let var = (0..n)
+        .map(|i| out.get_f64(i))
+        .filter(|v| v.is_finite())
+        .map(|v| (v - got_mean).powi(2))
+        .sum::<f64>()
+        / (finite.max(2) - 1) as f64;
+    let got_std = var.sqrt();
+    m.max_abs_err = (got_mean - mean).abs();
+    m.max_rel_err = if std > 0.0 {
+        (got_std - std).abs() / std
+    } else {
+        0.0
+    };
+    m.rms_err = (got_std - std).abs();
+    // Standard errors of the sample mean and sample standard deviation of a normal sample.
+    let nf = finite.max(1) as f64;
+    let se_mean = std / nf.sqrt();
+    let se_std = std / (2.0 * (nf - 1.0).max(1.0)).sqrt();
+    let (verdict, detail) = if m.nonfinite > 0 {
+        (
+            Verdict::Nonfinite,
+            format!("{} of {n} samples are NaN or Inf", m.nonfinite),
+        )
+    } else if n > 0 && m.zero_frac == 1.0 && !(mean == 0.0 && std == 0.0) {
+        (Verdict::Zeros, format!("all {n} samples are zero"))
+    } else if n > 1 && lo == hi && std > 0.0 {
+        (Verdict::Mismatch, format!("all {n} samples equal {lo}"))
+    } else if (got_mean - mean).abs() > sigmas * se_mean + 1e-12 {
+        (
+            Verdict::Mismatch,
+            format!("sample mean {got_mean:.5} is more than {sigmas} standard errors from {mean}"),
+        )
+    } else if (got_std - std).abs() > sigmas * se_std + 1e-12 {
+        (
+            Verdict::Mismatch,
+            format!("sample std {got_std:.5} is more than {sigmas} standard errors from {std}"),
+        )
+    } else {
+        (Verdict::Ok, String::new())
+    };
+    Verification {
+        verdict,
+        metrics: m,
+        detail,
+    }
+}
