@@ -329,3 +329,130 @@ fn verify_normal(out: &HostData, mean: f64, std: f64, sigmas: f64, mut m: Metric
         detail,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    fn tol() -> Tolerance {
+        Tolerance { rtol: 0.01, atol_rms: 0.001 }
+    }
+
+    /// Reference [3, 4] has rms sqrt(12.5); the bound on element 1 is 0.01*4 + 0.001*rms.
+    fn bound1() -> f64 {
+        0.01 * 4.0 + 0.001 * 12.5f64.sqrt()
+    }
+
+    fn f32s(v: &[f64]) -> HostData {
+        HostData::F32(v.iter().map(|&x| x as f32).collect())
+    }
+
+    #[test]
+    fn exactly_at_the_bound_is_ok_and_just_past_it_is_a_mismatch() {
+        let r = Reference::Values(vec![3.0, 4.0]);
+        // f32 cannot hold 4 + bound exactly, so check with a reference that sits on the f32 value.
+        let at = (4.0 + bound1()) as f32 as f64;
+        let r_at = Reference::Values(vec![3.0, at - bound1() * (1.0 - 1e-9)]);
+        let v = verify(&f32s(&[3.0, at]), &r_at, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Ok, "{}", v.detail);
+        let past = (4.0 + bound1() * 1.01) as f32 as f64;
+        let v = verify(&f32s(&[3.0, past]), &r, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Mismatch);
+        assert!(v.detail.starts_with("element 1:"), "{}", v.detail);
+        assert!((v.metrics.max_abs_err - (past - 4.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn tolerance_edge_exact_in_f64_storage_terms() {
+        // Outputs of 0.5 and reference 0.5 - bound: representable exactly, so the edge is exact.
+        let t = Tolerance { rtol: 0.0, atol_rms: 0.25 };
+        // rms of [0.25, 0.25] is 0.25; bound = 0.0625.
+        let r = Reference::Values(vec![0.25, 0.25]);
+        assert_eq!(verify(&f32s(&[0.3125, 0.1875]), &r, Check::Close(t)).verdict, Verdict::Ok);
+        let just_past = 0.3125f32.next_up() as f64;
+        assert_eq!(verify(&f32s(&[just_past, 0.25]), &r, Check::Close(t)).verdict, Verdict::Mismatch);
+    }
+
+    #[test]
+    fn all_zero_output_is_zeros_not_mismatch() {
+        let r = Reference::Values(vec![1.0, -2.0, 0.5]);
+        let v = verify(&f32s(&[0.0, 0.0, 0.0]), &r, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Zeros);
+        assert_eq!(v.metrics.zero_frac, 1.0);
+        // An all-zero reference makes an all-zero output correct.
+        let rz = Reference::Values(vec![0.0, 0.0, 0.0]);
+        assert_eq!(verify(&f32s(&[0.0, 0.0, 0.0]), &rz, Check::Close(tol())).verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn nan_and_inf_are_nonfinite_and_counted() {
+        let r = Reference::Values(vec![1.0, 2.0, 3.0, 4.0]);
+        let out = HostData::F32(vec![1.0, f32::NAN, f32::INFINITY, 4.0]);
+        let v = verify(&out, &r, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Nonfinite);
+        assert_eq!(v.metrics.nonfinite, 2);
+        // NaN where the reference is NaN too is not the backend's fault.
+        let rn = Reference::Values(vec![f64::NAN, 1.0]);
+        let v = verify(&HostData::F32(vec![f32::NAN, 1.0]), &rn, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Ok);
+    }
+
+    #[test]
+    fn length_mismatch_is_reported_not_a_panic() {
+        let r = Reference::Values(vec![1.0, 2.0]);
+        let v = verify(&f32s(&[1.0]), &r, Check::Close(tol()));
+        assert_eq!(v.verdict, Verdict::Mismatch);
+        assert!(v.detail.contains("1 elements, reference 2"));
+    }
+
+    #[test]
+    fn bit_exact_sees_one_ulp_and_accepts_any_nan() {
+        let r = HostData::Bf16(vec![bf16::from_f32(1.0), bf16::NAN, bf16::from_f32(-2.0)]);
+        let same = HostData::Bf16(vec![bf16::from_f32(1.0), bf16::from_bits(0x7fc1), bf16::from_f32(-2.0)]);
+        assert_eq!(verify(&same, &Reference::Data(r.clone()), Check::BitExact).verdict, Verdict::Ok);
+        let ulp = HostData::Bf16(vec![bf16::from_bits(0x3f81), bf16::NAN, bf16::from_f32(-2.0)]);
+        let v = verify(&ulp, &Reference::Data(r.clone()), Check::BitExact);
+        assert_eq!(v.verdict, Verdict::Mismatch);
+        assert!(v.detail.contains("first at 0"), "{}", v.detail);
+        let zeros = HostData::Bf16(vec![bf16::ZERO; 3]);
+        assert_eq!(verify(&zeros, &Reference::Data(r), Check::BitExact).verdict, Verdict::Zeros);
+        let wrong_type = HostData::F16(vec![f16::ONE]);
+        let v = verify(&wrong_type, &Reference::Data(HostData::Bf16(vec![bf16::ONE])), Check::BitExact);
+        assert_eq!(v.verdict, Verdict::Mismatch);
+    }
+
+    fn normal_sample(n: usize, mean: f32, std: f32) -> HostData {
+        use rand::SeedableRng;
+        use rand_distr::Distribution;
+        let mut g = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        let d = rand_distr::Normal::new(mean, std).unwrap();
+        HostData::F32((0..n).map(|_| d.sample(&mut g)).collect())
+    }
+
+    #[test]
+    fn statistical_check_of_normal_samples() {
+        let check = Check::Normal { mean: 0.0, std: 1.0, sigmas: 5.0 };
+        let none = Reference::Values(Vec::new());
+        assert_eq!(verify(&normal_sample(100_000, 0.0, 1.0), &none, check).verdict, Verdict::Ok);
+        assert_eq!(verify(&normal_sample(100_000, 0.1, 1.0), &none, check).verdict, Verdict::Mismatch);
+        let v = verify(&normal_sample(100_000, 0.0, 1.1), &none, check);
+        assert_eq!(v.verdict, Verdict::Mismatch);
+        assert!(v.detail.contains("sample std"), "{}", v.detail);
+        assert_eq!(verify(&HostData::F32(vec![0.0; 1000]), &none, check).verdict, Verdict::Zeros);
+        let v = verify(&HostData::F32(vec![0.25; 1000]), &none, check);
+        assert_eq!(v.verdict, Verdict::Mismatch);
+        assert!(v.detail.contains("all 1000 samples equal"), "{}", v.detail);
+    }
+
+    #[test]
+    fn reduction_tolerance_grows_with_length_and_narrow_types() {
+        let short = Tolerance::for_reduction(16, DType::F32, DType::F32, DType::F32);
+        let long = Tolerance::for_reduction(16_384, DType::F32, DType::F32, DType::F32);
+        assert!((long.atol_rms / short.atol_rms) > 20.0);
+        let bf = Tolerance::for_reduction(16, DType::Bf16, DType::F32, DType::Bf16);
+        assert_eq!(bf.rtol, 2.0 * DType::Bf16.unit_roundoff());
+        let tf32 = Tolerance::for_reduction(16, DType::Tf32, DType::F32, DType::F32);
+        assert!(tf32.atol_rms > 100.0 * short.atol_rms);
+    }
+}

@@ -398,7 +398,7 @@ fn arith(op: BinOp, x: &Value, y: &Value) -> Value {
             BinOp::Div => a.checked_div(*b),
             _ => a.checked_rem(*b),
         };
-        // Overflow or division by zero: fall back to floats (inf/NaN compare false, as in IEEE).
+        // Overflow falls back to floats; division by zero gives NaN below, which compares false.
         if let Some(r) = r {
             return Value::Int(r);
         }
@@ -411,6 +411,7 @@ fn arith(op: BinOp, x: &Value, y: &Value) -> Value {
         BinOp::Add => a + b,
         BinOp::Sub => a - b,
         BinOp::Mul => a * b,
+        BinOp::Div if b == 0.0 => f64::NAN,
         BinOp::Div => a / b,
         _ => a % b,
     })

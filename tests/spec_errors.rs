@@ -1,0 +1,281 @@
+//! Sweep-file and `--axis` errors: each names the file, line and column of the offending text and
+//! says what was wrong. The fixtures in tests/malformed/ each start with
+//! `# expect: LINE:COL: part of the message`.
+
+use rocsweep::spec::{self, Sweep, error::SpecError};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const MIN_FIXTURES: usize = 30;
+
+/// A valid sweep used as the base for `--axis` overrides.
+const VALID: &str = r#"name = "ok"
+op = "conv2d"
+drop = ["c_out < c_in"]
+
+[axes]
+c_in = [16, 32]
+dtype = ["f32", "f16"]
+
+[zip.spatial]
+h = [8, 16, 32]
+kernel = [1, 3, 3]
+"#;
+
+struct Expect {
+    line: usize,
+    col: usize,
+    message: String,
+}
+
+fn malformed_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/malformed")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    malformed_dir().join(name)
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(malformed_dir())
+        .expect("tests/malformed exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Parses `# expect: LINE:COL: message` from the first line.
+fn parse_expect(text: &str) -> Result<Expect, String> {
+    let first = text.lines().next().unwrap_or("");
+    let rest = first
+        .strip_prefix("# expect: ")
+        .ok_or_else(|| format!("first line is not `# expect: LINE:COL: message`: {first:?}"))?;
+    let mut parts = rest.splitn(3, ':');
+    let mut num = |what: &str| -> Result<usize, String> {
+        parts
+            .next()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| format!("bad {what} in {first:?}"))
+    };
+    let (line, col) = (num("line")?, num("column")?);
+    let message = parts.next().unwrap_or("").trim().to_string();
+    if message.is_empty() {
+        return Err(format!("no message in {first:?}"));
+    }
+    Ok(Expect { line, col, message })
+}
+
+fn load(path: &str, text: &str, overrides: &[&str]) -> Result<Sweep, SpecError> {
+    let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    spec::load_str(path, text, &overrides)
+}
+
+/// Checks one error against an expectation; returns what differs.
+fn mismatch(e: &SpecError, file: &str, want: &Expect) -> Option<String> {
+    let mut problems = Vec::new();
+    if (e.line, e.col) != (want.line, want.col) {
+        problems.push(format!(
+            "at {}:{} (snippet {:?}), expected {}:{}",
+            e.line,
+            e.col,
+            e.snippet(),
+            want.line,
+            want.col
+        ));
+    }
+    if !e.message.contains(&want.message) {
+        problems.push(format!(
+            "message {:?} lacks {:?}",
+            e.message, want.message
+        ));
+    }
+    if e.file != file {
+        problems.push(format!("file {:?}, expected {file:?}", e.file));
+    }
+    let prefix = format!("{file}:{}:{}: ", e.line, e.col);
+    if !e.to_string().starts_with(&prefix) {
+        problems.push(format!("display {:?} lacks prefix {prefix:?}", e.to_string()));
+    }
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+fn check_fixture(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("unreadable: {e}"))?;
+    let want = parse_expect(&text)?;
+    let shown = path.display().to_string();
+    match spec::load_str(&shown, &text, &[]) {
+        Ok(_) => Err("loaded without error".into()),
+        Err(e) => mismatch(&e, &shown, &want).map_or(Ok(()), Err),
+    }
+}
+
+#[test]
+fn every_malformed_fixture_fails_at_its_expected_place() {
+    let files = fixtures();
+    assert!(
+        files.len() >= MIN_FIXTURES,
+        "expected at least {MIN_FIXTURES} fixtures in tests/malformed, found {}",
+        files.len()
+    );
+    let failures: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            check_fixture(p)
+                .err()
+                .map(|why| format!("{}: {why}", p.file_name().unwrap().to_string_lossy()))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures failed:\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_valid_base_sweep_loads() {
+    let s = load("ok.toml", VALID, &[]).unwrap();
+    assert_eq!(s.name, "ok");
+}
+
+// ---- `--axis` overrides -------------------------------------------------------------------------
+
+/// Loads VALID with one override that must fail; checks file `--axis`, line 1 and the column.
+fn override_error(arg: &str, col: usize, message: &str) {
+    let e = load("ok.toml", VALID, &[arg]).expect_err(arg);
+    let want = Expect {
+        line: 1,
+        col,
+        message: message.into(),
+    };
+    if let Some(why) = mismatch(&e, "--axis", &want) {
+        panic!("--axis {arg:?}: {why}");
+    }
+}
+
+#[test]
+fn override_unknown_axis_points_at_the_name() {
+    override_error("hw=16,32", 1, "unknown axis `hw` for op conv2d");
+}
+
+#[test]
+fn override_bad_value_points_at_the_item() {
+    override_error("dtype=f32,f42", 11, "unknown dtype `f42`");
+    override_error("layout=nchw, nchwc", 14, "unknown layout `nchwc`");
+    override_error("c_in=16,0", 9, "`c_in` must be at least 1, found 0");
+    override_error("c_in=16,,32", 9, "empty value in the list for `c_in`");
+}
+
+#[test]
+fn override_inverted_generator_points_at_the_generator() {
+    override_error("h=8,pow2(64..=8)", 5, "inverted range 64..=8");
+    override_error("h=range(8..=64, step=0)", 17, "step must be a positive integer");
+}
+
+#[test]
+fn override_without_equals_sign() {
+    override_error("c_in", 1, "expected NAME=VALUES (e.g. c_in=16,32), found `c_in`");
+}
+
+#[test]
+fn override_zip_member_with_another_length() {
+    override_error(
+        "kernel=1,3",
+        8,
+        "`kernel` varies together with h in zip group `spatial` (3 values each), but the override gives 2",
+    );
+}
+
+// ---- through the binary -------------------------------------------------------------------------
+
+fn rocsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(args)
+        .output()
+        .expect("the rocsweep binary runs")
+}
+
+/// Runs `rocsweep run <sweep> --out <tmp>/run <extra..>` and checks exit 2, that stderr holds
+/// every `needles` entry, and that the run directory was not created.
+fn run_fails(sweep: &Path, extra: &[&str], needles: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut args = vec![
+        "run",
+        sweep.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = rocsweep(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}\nstderr:\n{stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: stderr lacks {n:?}:\n{stderr}");
+    }
+    assert!(!out.exists(), "{args:?} created {}", out.display());
+}
+
+/// Writes VALID to a temporary file, for runs that need a good sweep.
+fn valid_sweep_file(dir: &Path) -> PathBuf {
+    let p = dir.join("ok.toml");
+    std::fs::write(&p, VALID).unwrap();
+    p
+}
+
+#[test]
+fn binary_reports_malformed_files_with_location_and_exit_2() {
+    for (name, loc, msg) in [
+        ("10_unknown_op.toml", "3:6", "unknown op `conv3d`"),
+        ("11_unknown_dtype.toml", "6:18", "unknown dtype `f42`"),
+        ("27_filter_unknown_axis.toml", "4:17", "filter names unknown axis `hw`"),
+        ("42_invalid_toml.toml", "6:16", "invalid TOML"),
+    ] {
+        let path = fixture(name);
+        let located = format!("{}:{loc}: ", path.display());
+        run_fails(&path, &[], &[&located, msg]);
+    }
+}
+
+#[test]
+fn binary_reports_a_bad_axis_override() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = valid_sweep_file(tmp.path());
+    run_fails(
+        &sweep,
+        &["--axis", "dtype=f32,f42"],
+        &["--axis:1:11: ", "unknown dtype `f42`"],
+    );
+}
+
+#[test]
+fn binary_reports_a_missing_sweep_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-sweep.toml");
+    let shown = missing.display().to_string();
+    run_fails(&missing, &[], &[&shown, "cannot read sweep file"]);
+}
+
+#[test]
+fn binary_rejects_an_unknown_backend_as_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = valid_sweep_file(tmp.path());
+    run_fails(
+        &sweep,
+        &["--backend", "nonsense"],
+        &["invalid value 'nonsense'", "--backend"],
+    );
+}
+
+#[test]
+fn zz_dump() {
+    for p in fixtures() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let e = spec::load_str(&p.file_name().unwrap().to_string_lossy(), &text, &[]).unwrap_err();
+        println!("{}\n", e.render());
+    }
+}
