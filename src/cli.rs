@@ -18,8 +18,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a sweep file and write results.csv and manifest.json into a run directory.
     Run {
-        /// The sweep file (TOML).
-        sweep: PathBuf,
+        /// The sweep file (TOML). Not given with --resume.
+        #[arg(required_unless_present = "resume")]
+        sweep: Option<PathBuf>,
         /// Backend to run on; overrides the sweep file's `backend` key.
         #[arg(long, value_parser = ["auto", "cpu", "cuda", "rocm"])]
         backend: Option<String>,
@@ -44,6 +45,18 @@ pub enum Command {
         /// Exit with code 3 when any unit failed (mismatch, zeros, nonfinite, hang, crash, error).
         #[arg(long)]
         fail_on_failure: bool,
+        /// Continue an interrupted run in RUN_DIR: finished units are kept, the rest run.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["sweep", "out", "axes", "backend"])]
+        resume: Option<PathBuf>,
+        /// With --resume: run again units that were started and never finished (else `interrupted`).
+        #[arg(long, requires = "resume")]
+        retry_interrupted: bool,
+    },
+    /// Runs units for a supervisor over stdin/stdout (internal).
+    #[command(hide = true)]
+    Worker {
+        #[arg(long, default_value = "cpu")]
+        backend: String,
     },
     /// Say which backends and devices are present, with library versions.
     Probe,

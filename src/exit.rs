@@ -9,3 +9,8 @@ pub const BAD_INPUT: i32 = 2;
 /// The run finished and `--fail-on-failure` was given and at least one unit failed
 /// (mismatch, zeros, nonfinite, hang, crash or error).
 pub const UNITS_FAILED: i32 = 3;
+/// The run stopped early because the device stayed unhealthy after a hang or crash; the
+/// remaining units are recorded `skipped`. Resume once the device is back.
+pub const DEVICE_UNHEALTHY: i32 = 4;
+/// The run was stopped by Ctrl-C; `--resume` continues it.
+pub const INTERRUPTED: i32 = 130;

@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use rocsweep::cli::{Cli, Command};
-use rocsweep::exec::run::{self, CmdError, RunOptions};
+use rocsweep::exec::run::{self, CmdError, RunOptions, Stop};
 use rocsweep::exit;
 
 fn main() {
@@ -29,6 +29,8 @@ fn main() {
             max_units,
             quiet,
             fail_on_failure,
+            resume,
+            retry_interrupted,
         } => {
             let opts = RunOptions {
                 sweep,
@@ -40,13 +42,19 @@ fn main() {
                 max_units,
                 quiet,
                 command_line: std::env::args().collect(),
+                resume,
+                retry_interrupted,
+                worker_exe: None,
             };
             match run::run(&opts) {
+                Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
+                Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
                 Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
                 Ok(_) => exit::OK,
                 Err(e) => report(e),
             }
         }
+        Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
         Command::Probe => {
             print!("{}", rocsweep::commands::probe_text());
             exit::OK

@@ -135,7 +135,7 @@ mod tests {
         let mut i = 0u32;
         let s = measure::<()>(&policy(), |_| {
             i += 1;
-            Ok(if i % 2 == 0 { 1e-3 } else { 3e-3 })
+            Ok(if i.is_multiple_of(2) { 1e-3 } else { 3e-3 })
         })
         .unwrap();
         assert_eq!(s.samples, 50, "noise of 50% never meets a 5% target");

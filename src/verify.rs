@@ -336,7 +336,10 @@ mod tests {
     use half::{bf16, f16};
 
     fn tol() -> Tolerance {
-        Tolerance { rtol: 0.01, atol_rms: 0.001 }
+        Tolerance {
+            rtol: 0.01,
+            atol_rms: 0.001,
+        }
     }
 
     /// Reference [3, 4] has rms sqrt(12.5); the bound on element 1 is 0.01*4 + 0.001*rms.
@@ -366,12 +369,21 @@ mod tests {
     #[test]
     fn tolerance_edge_exact_in_f64_storage_terms() {
         // Outputs of 0.5 and reference 0.5 - bound: representable exactly, so the edge is exact.
-        let t = Tolerance { rtol: 0.0, atol_rms: 0.25 };
+        let t = Tolerance {
+            rtol: 0.0,
+            atol_rms: 0.25,
+        };
         // rms of [0.25, 0.25] is 0.25; bound = 0.0625.
         let r = Reference::Values(vec![0.25, 0.25]);
-        assert_eq!(verify(&f32s(&[0.3125, 0.1875]), &r, Check::Close(t)).verdict, Verdict::Ok);
+        assert_eq!(
+            verify(&f32s(&[0.3125, 0.1875]), &r, Check::Close(t)).verdict,
+            Verdict::Ok
+        );
         let just_past = 0.3125f32.next_up() as f64;
-        assert_eq!(verify(&f32s(&[just_past, 0.25]), &r, Check::Close(t)).verdict, Verdict::Mismatch);
+        assert_eq!(
+            verify(&f32s(&[just_past, 0.25]), &r, Check::Close(t)).verdict,
+            Verdict::Mismatch
+        );
     }
 
     #[test]
@@ -382,7 +394,10 @@ mod tests {
         assert_eq!(v.metrics.zero_frac, 1.0);
         // An all-zero reference makes an all-zero output correct.
         let rz = Reference::Values(vec![0.0, 0.0, 0.0]);
-        assert_eq!(verify(&f32s(&[0.0, 0.0, 0.0]), &rz, Check::Close(tol())).verdict, Verdict::Ok);
+        assert_eq!(
+            verify(&f32s(&[0.0, 0.0, 0.0]), &rz, Check::Close(tol())).verdict,
+            Verdict::Ok
+        );
     }
 
     #[test]
@@ -394,7 +409,11 @@ mod tests {
         assert_eq!(v.metrics.nonfinite, 2);
         // NaN where the reference is NaN too is not the backend's fault.
         let rn = Reference::Values(vec![f64::NAN, 1.0]);
-        let v = verify(&HostData::F32(vec![f32::NAN, 1.0]), &rn, Check::Close(tol()));
+        let v = verify(
+            &HostData::F32(vec![f32::NAN, 1.0]),
+            &rn,
+            Check::Close(tol()),
+        );
         assert_eq!(v.verdict, Verdict::Ok);
     }
 
@@ -409,16 +428,34 @@ mod tests {
     #[test]
     fn bit_exact_sees_one_ulp_and_accepts_any_nan() {
         let r = HostData::Bf16(vec![bf16::from_f32(1.0), bf16::NAN, bf16::from_f32(-2.0)]);
-        let same = HostData::Bf16(vec![bf16::from_f32(1.0), bf16::from_bits(0x7fc1), bf16::from_f32(-2.0)]);
-        assert_eq!(verify(&same, &Reference::Data(r.clone()), Check::BitExact).verdict, Verdict::Ok);
-        let ulp = HostData::Bf16(vec![bf16::from_bits(0x3f81), bf16::NAN, bf16::from_f32(-2.0)]);
+        let same = HostData::Bf16(vec![
+            bf16::from_f32(1.0),
+            bf16::from_bits(0x7fc1),
+            bf16::from_f32(-2.0),
+        ]);
+        assert_eq!(
+            verify(&same, &Reference::Data(r.clone()), Check::BitExact).verdict,
+            Verdict::Ok
+        );
+        let ulp = HostData::Bf16(vec![
+            bf16::from_bits(0x3f81),
+            bf16::NAN,
+            bf16::from_f32(-2.0),
+        ]);
         let v = verify(&ulp, &Reference::Data(r.clone()), Check::BitExact);
         assert_eq!(v.verdict, Verdict::Mismatch);
         assert!(v.detail.contains("first at 0"), "{}", v.detail);
         let zeros = HostData::Bf16(vec![bf16::ZERO; 3]);
-        assert_eq!(verify(&zeros, &Reference::Data(r), Check::BitExact).verdict, Verdict::Zeros);
+        assert_eq!(
+            verify(&zeros, &Reference::Data(r), Check::BitExact).verdict,
+            Verdict::Zeros
+        );
         let wrong_type = HostData::F16(vec![f16::ONE]);
-        let v = verify(&wrong_type, &Reference::Data(HostData::Bf16(vec![bf16::ONE])), Check::BitExact);
+        let v = verify(
+            &wrong_type,
+            &Reference::Data(HostData::Bf16(vec![bf16::ONE])),
+            Check::BitExact,
+        );
         assert_eq!(v.verdict, Verdict::Mismatch);
     }
 
@@ -432,14 +469,27 @@ mod tests {
 
     #[test]
     fn statistical_check_of_normal_samples() {
-        let check = Check::Normal { mean: 0.0, std: 1.0, sigmas: 5.0 };
+        let check = Check::Normal {
+            mean: 0.0,
+            std: 1.0,
+            sigmas: 5.0,
+        };
         let none = Reference::Values(Vec::new());
-        assert_eq!(verify(&normal_sample(100_000, 0.0, 1.0), &none, check).verdict, Verdict::Ok);
-        assert_eq!(verify(&normal_sample(100_000, 0.1, 1.0), &none, check).verdict, Verdict::Mismatch);
+        assert_eq!(
+            verify(&normal_sample(100_000, 0.0, 1.0), &none, check).verdict,
+            Verdict::Ok
+        );
+        assert_eq!(
+            verify(&normal_sample(100_000, 0.1, 1.0), &none, check).verdict,
+            Verdict::Mismatch
+        );
         let v = verify(&normal_sample(100_000, 0.0, 1.1), &none, check);
         assert_eq!(v.verdict, Verdict::Mismatch);
         assert!(v.detail.contains("sample std"), "{}", v.detail);
-        assert_eq!(verify(&HostData::F32(vec![0.0; 1000]), &none, check).verdict, Verdict::Zeros);
+        assert_eq!(
+            verify(&HostData::F32(vec![0.0; 1000]), &none, check).verdict,
+            Verdict::Zeros
+        );
         let v = verify(&HostData::F32(vec![0.25; 1000]), &none, check);
         assert_eq!(v.verdict, Verdict::Mismatch);
         assert!(v.detail.contains("all 1000 samples equal"), "{}", v.detail);

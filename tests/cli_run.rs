@@ -16,16 +16,28 @@ fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
 }
 
 fn col(header: &[String], name: &str) -> usize {
-    header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"))
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"))
 }
 
 #[test]
 fn quickstart_runs_and_writes_one_verified_row_per_unit() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = bin().args(["run", &repo("sweeps/quickstart.toml"), "--out"]).arg(&out).output().unwrap();
+    let o = bin()
+        .args(["run", &repo("sweeps/quickstart.toml"), "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "exit {:?}\n{stdout}\n{}", o.status, String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(stdout.contains("units: 72 (72 ok)"), "{stdout}");
 
     let (header, rows) = read_csv(&out.join("results.csv"));
@@ -34,12 +46,17 @@ fn quickstart_runs_and_writes_one_verified_row_per_unit() {
     }
     // 3 channel pairs x 3 sizes x 3 dtypes x 3 directions, minus bwd_weights at h=32 (9 cases).
     assert_eq!(rows.len(), 72);
-    let ids: std::collections::HashSet<&String> = rows.iter().map(|r| &r[col(&header, "unit_id")]).collect();
+    let ids: std::collections::HashSet<&String> =
+        rows.iter().map(|r| &r[col(&header, "unit_id")]).collect();
     assert_eq!(ids.len(), rows.len(), "unit ids are unique");
     for r in &rows {
         assert_eq!(r[col(&header, "status")], "ok", "{r:?}");
         assert_eq!(r[col(&header, "reference")], "cpu-f64");
-        assert_eq!(r[col(&header, "solver")], "im2col", "solver = all expands to the CPU's solver");
+        assert_eq!(
+            r[col(&header, "solver")],
+            "im2col",
+            "solver = all expands to the CPU's solver"
+        );
         let gflops: f64 = r[col(&header, "gflops")].parse().unwrap();
         assert!(gflops > 0.0);
         let samples: u32 = r[col(&header, "samples")].parse().unwrap();
@@ -49,11 +66,25 @@ fn quickstart_runs_and_writes_one_verified_row_per_unit() {
         let p90: f64 = r[col(&header, "p90_ms")].parse().unwrap();
         assert!(p10 <= med && med <= p90);
         let err: f64 = r[col(&header, "max_rel_err")].parse().unwrap();
-        assert!(err < 1e-2, "f32 accumulation is close to the f64 reference: {err}");
+        assert!(
+            err < 1e-2,
+            "f32 accumulation is close to the f64 reference: {err}"
+        );
     }
-    let dtypes: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[col(&header, "dtype")].as_str()).collect();
-    assert_eq!(dtypes.into_iter().collect::<Vec<_>>(), vec!["bf16", "f16", "f32"]);
-    assert!(!rows.iter().any(|r| r[col(&header, "direction")] == "bwd_weights" && r[col(&header, "h")] == "32"), "drop filter");
+    let dtypes: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r[col(&header, "dtype")].as_str())
+        .collect();
+    assert_eq!(
+        dtypes.into_iter().collect::<Vec<_>>(),
+        vec!["bf16", "f16", "f32"]
+    );
+    assert!(
+        !rows
+            .iter()
+            .any(|r| r[col(&header, "direction")] == "bwd_weights" && r[col(&header, "h")] == "32"),
+        "drop filter"
+    );
 
     let m = rocsweep::results::manifest::read(&out).unwrap();
     assert_eq!(m.sweep.name, "quickstart");
@@ -63,7 +94,11 @@ fn quickstart_runs_and_writes_one_verified_row_per_unit() {
     assert_eq!(m.backend.backend, "cpu");
     assert_eq!(m.sweep.sha256.len(), 64);
     assert!(m.environment.contains_key("PATH"));
-    assert!(m.command_line.iter().any(|a| a.ends_with("quickstart.toml")));
+    assert!(
+        m.command_line
+            .iter()
+            .any(|a| a.ends_with("quickstart.toml"))
+    );
 }
 
 #[test]
@@ -71,16 +106,32 @@ fn dry_run_lists_cases_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = bin()
-        .args(["run", &repo("sweeps/quickstart.toml"), "--dry-run", "--axis", "dtype=f32", "--out"])
+        .args([
+            "run",
+            &repo("sweeps/quickstart.toml"),
+            "--dry-run",
+            "--axis",
+            "dtype=f32",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success());
     let stdout = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.last().copied(), Some("24 cases x 1 env combination(s) = 24 units (0 invalid combinations dropped)"));
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            "24 cases x 1 env combination(s) = 24 units (0 invalid combinations dropped); solver = \"all\" expands further at run time"
+        )
+    );
     assert_eq!(lines.len(), 25);
-    assert!(lines[0].contains("conv2d;direction=fwd;n=2;c_in=3;c_out=16;h=8;w=8;"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("conv2d;direction=fwd;n=2;c_in=3;c_out=16;h=8;w=8;"),
+        "{}",
+        lines[0]
+    );
     assert!(!out.exists(), "dry-run creates no run directory");
 }
 
@@ -88,11 +139,18 @@ fn dry_run_lists_cases_and_writes_nothing() {
 fn existing_run_directory_is_refused_with_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("results.csv"), "precious").unwrap();
-    let o = bin().args(["run", &repo("sweeps/quickstart.toml"), "--out"]).arg(tmp.path()).output().unwrap();
+    let o = bin()
+        .args(["run", &repo("sweeps/quickstart.toml"), "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("already exists and is not empty"), "{err}");
-    assert_eq!(std::fs::read_to_string(tmp.path().join("results.csv")).unwrap(), "precious");
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("results.csv")).unwrap(),
+        "precious"
+    );
 }
 
 #[test]
@@ -100,7 +158,13 @@ fn product_over_the_cap_needs_force() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = bin()
-        .args(["run", &repo("sweeps/quickstart.toml"), "--max-units", "10", "--out"])
+        .args([
+            "run",
+            &repo("sweeps/quickstart.toml"),
+            "--max-units",
+            "10",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
@@ -113,7 +177,17 @@ fn product_over_the_cap_needs_force() {
 fn unimplemented_backend_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let o = bin().args(["run", &repo("sweeps/quickstart.toml"), "--backend", "rocm", "--out"]).arg(&out).output().unwrap();
+    let o = bin()
+        .args([
+            "run",
+            &repo("sweeps/quickstart.toml"),
+            "--backend",
+            "rocm",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("backend `rocm` is not implemented"));
     assert!(!out.exists());
@@ -124,7 +198,10 @@ fn list_ops_and_probe_describe_the_build() {
     let o = bin().arg("list-ops").output().unwrap();
     let s = String::from_utf8_lossy(&o.stdout);
     for op in ["conv2d", "gemm", "rng", "copy", "cast", "graph"] {
-        assert!(s.lines().any(|l| l.starts_with(&format!("{op}:"))), "{op} listed");
+        assert!(
+            s.lines().any(|l| l.starts_with(&format!("{op}:"))),
+            "{op} listed"
+        );
     }
     assert!(s.contains("default same as h"));
     let o = bin().arg("probe").output().unwrap();

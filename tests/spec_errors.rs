@@ -2,7 +2,7 @@
 //! says what was wrong. The fixtures in tests/malformed/ each start with
 //! `# expect: LINE:COL: part of the message`.
 
-use rocsweep::spec::{self, Sweep, error::SpecError};
+use rocsweep::spec::{self, error::SpecError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,6 +15,7 @@ drop = ["c_out < c_in"]
 
 [axes]
 c_in = [16, 32]
+c_out = [16, 32]
 dtype = ["f32", "f16"]
 
 [zip.spatial]
@@ -67,9 +68,13 @@ fn parse_expect(text: &str) -> Result<Expect, String> {
     Ok(Expect { line, col, message })
 }
 
-fn load(path: &str, text: &str, overrides: &[&str]) -> Result<Sweep, SpecError> {
+/// Loads sweep text that must fail, with `--axis` overrides.
+fn load_err(path: &str, text: &str, overrides: &[&str]) -> SpecError {
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    spec::load_str(path, text, &overrides)
+    match spec::load_str(path, text, &overrides) {
+        Ok(_) => panic!("{path} with {overrides:?} loaded, expected an error"),
+        Err(e) => e,
+    }
 }
 
 /// Checks one error against an expectation; returns what differs.
@@ -86,17 +91,17 @@ fn mismatch(e: &SpecError, file: &str, want: &Expect) -> Option<String> {
         ));
     }
     if !e.message.contains(&want.message) {
-        problems.push(format!(
-            "message {:?} lacks {:?}",
-            e.message, want.message
-        ));
+        problems.push(format!("message {:?} lacks {:?}", e.message, want.message));
     }
     if e.file != file {
         problems.push(format!("file {:?}, expected {file:?}", e.file));
     }
     let prefix = format!("{file}:{}:{}: ", e.line, e.col);
     if !e.to_string().starts_with(&prefix) {
-        problems.push(format!("display {:?} lacks prefix {prefix:?}", e.to_string()));
+        problems.push(format!(
+            "display {:?} lacks prefix {prefix:?}",
+            e.to_string()
+        ));
     }
     (!problems.is_empty()).then(|| problems.join("; "))
 }
@@ -138,15 +143,28 @@ fn every_malformed_fixture_fails_at_its_expected_place() {
 
 #[test]
 fn the_valid_base_sweep_loads() {
-    let s = load("ok.toml", VALID, &[]).unwrap();
+    let s = spec::load_str("ok.toml", VALID, &[]).unwrap();
     assert_eq!(s.name, "ok");
+}
+
+#[test]
+fn unknown_filter_axis_lists_the_sweep_axes() {
+    let no_axes = "name = \"f\"\nop = \"conv2d\"\ndrop = [\"h > 8\"]\n";
+    let e = load_err("f.toml", no_axes, &[]);
+    assert_eq!((e.line, e.col), (3, 10));
+    assert!(e.help.as_deref().unwrap_or("").contains("no axes"), "{e:?}");
+    let e = load_err("f.toml", &VALID.replace("c_out < c_in", "c_out < hw"), &[]);
+    assert_eq!(
+        e.help.as_deref(),
+        Some("the sweep's axes are: c_in, c_out, dtype, h, kernel")
+    );
 }
 
 // ---- `--axis` overrides -------------------------------------------------------------------------
 
 /// Loads VALID with one override that must fail; checks file `--axis`, line 1 and the column.
 fn override_error(arg: &str, col: usize, message: &str) {
-    let e = load("ok.toml", VALID, &[arg]).expect_err(arg);
+    let e = load_err("ok.toml", VALID, &[arg]);
     let want = Expect {
         line: 1,
         col,
@@ -173,12 +191,44 @@ fn override_bad_value_points_at_the_item() {
 #[test]
 fn override_inverted_generator_points_at_the_generator() {
     override_error("h=8,pow2(64..=8)", 5, "inverted range 64..=8");
-    override_error("h=range(8..=64, step=0)", 17, "step must be a positive integer");
+    override_error(
+        "h=range(8..=64, step=0)",
+        17,
+        "step must be a positive integer",
+    );
+}
+
+#[test]
+fn override_generator_values_are_checked_at_the_generator() {
+    override_error(
+        "c_in=16,range(0..=3)",
+        9,
+        "`c_in` must be at least 1, found 0",
+    );
+    override_error(
+        "dtype=f32,pow2(1..=4)",
+        11,
+        "`dtype` is not an integer axis, so it cannot use `pow2(1..=4)`",
+    );
+}
+
+#[test]
+fn override_columns_count_spaces_around_the_name() {
+    override_error(
+        " c_in = 16,x",
+        12,
+        "`c_in` expects an integer, found a string",
+    );
+    override_error("  hw=1", 3, "unknown axis `hw`");
 }
 
 #[test]
 fn override_without_equals_sign() {
-    override_error("c_in", 1, "expected NAME=VALUES (e.g. c_in=16,32), found `c_in`");
+    override_error(
+        "c_in",
+        1,
+        "expected NAME=VALUES (e.g. c_in=16,32), found `c_in`",
+    );
 }
 
 #[test]
@@ -215,7 +265,10 @@ fn run_fails(sweep: &Path, extra: &[&str], needles: &[&str]) {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{args:?}\nstderr:\n{stderr}");
     for n in needles {
-        assert!(stderr.contains(n), "{args:?}: stderr lacks {n:?}:\n{stderr}");
+        assert!(
+            stderr.contains(n),
+            "{args:?}: stderr lacks {n:?}:\n{stderr}"
+        );
     }
     assert!(!out.exists(), "{args:?} created {}", out.display());
 }
@@ -231,9 +284,13 @@ fn valid_sweep_file(dir: &Path) -> PathBuf {
 fn binary_reports_malformed_files_with_location_and_exit_2() {
     for (name, loc, msg) in [
         ("10_unknown_op.toml", "3:6", "unknown op `conv3d`"),
-        ("11_unknown_dtype.toml", "6:18", "unknown dtype `f42`"),
-        ("27_filter_unknown_axis.toml", "4:17", "filter names unknown axis `hw`"),
-        ("42_invalid_toml.toml", "6:16", "invalid TOML"),
+        ("11_unknown_dtype.toml", "6:17", "unknown dtype `f42`"),
+        (
+            "27_filter_unknown_axis.toml",
+            "4:18",
+            "filter names unknown axis `hw`",
+        ),
+        ("42_invalid_toml.toml", "7:1", "invalid TOML"),
     ] {
         let path = fixture(name);
         let located = format!("{}:{loc}: ", path.display());
@@ -269,13 +326,4 @@ fn binary_rejects_an_unknown_backend_as_usage_error() {
         &["--backend", "nonsense"],
         &["invalid value 'nonsense'", "--backend"],
     );
-}
-
-#[test]
-fn zz_dump() {
-    for p in fixtures() {
-        let text = std::fs::read_to_string(&p).unwrap();
-        let e = spec::load_str(&p.file_name().unwrap().to_string_lossy(), &text, &[]).unwrap_err();
-        println!("{}\n", e.render());
-    }
 }

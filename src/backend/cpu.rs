@@ -93,12 +93,12 @@ impl Backend for CpuBackend {
                 names.join(", ")
             )));
         }
-        if let Problem::Gemm(p) = problem {
-            if p.compute == DType::F16 {
-                return Err(UnitError::Unsupported(
-                    "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")".into(),
-                ));
-            }
+        if let Problem::Gemm(p) = problem
+            && p.compute == DType::F16
+        {
+            return Err(UnitError::Unsupported(
+                "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")".into(),
+            ));
         }
         phases.phase("alloc");
         let mismatch = || UnitError::Library {

@@ -96,6 +96,11 @@ pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
     }
 }
 
+/// Checks a backend name before anything is written (the worker opens the backend itself).
+pub fn check_name(name: &str) -> Result<(), String> {
+    open(name).map(|_| ())
+}
+
 /// What every backend this build knows reports about itself.
 pub fn probe_all() -> Vec<BackendInfo> {
     KNOWN

@@ -111,7 +111,7 @@ impl ConvGeom {
         if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(format!("conv geometry: {name} must be positive"));
         }
-        if self.c_in % self.groups != 0 || self.c_out % self.groups != 0 {
+        if !self.c_in.is_multiple_of(self.groups) || !self.c_out.is_multiple_of(self.groups) {
             return Err(format!(
                 "conv geometry: groups={} must divide c_in={} and c_out={}",
                 self.groups, self.c_in, self.c_out

@@ -1,6 +1,13 @@
-//! Running a sweep: planning units, executing them, and writing each result as it arrives.
+//! Running a sweep: planning units, running each in a worker process under a watchdog,
+//! journaling, and writing each result as it arrives.
 
+pub mod fault;
+pub mod handle;
+pub mod journal;
 pub mod plan;
 pub mod progress;
+pub mod protocol;
 pub mod run;
+pub mod supervisor;
 pub mod unit;
+pub mod worker;

@@ -63,6 +63,14 @@ impl Progress {
         }
     }
 
+    /// A `solver = "all"` unit turned out to be `n` units.
+    pub fn expand_one(&mut self, n: u64) {
+        self.total = (self.total + n).saturating_sub(1);
+        if let Some(bar) = &self.bar {
+            bar.set_length(self.total);
+        }
+    }
+
     pub fn println(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),

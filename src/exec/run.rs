@@ -1,21 +1,30 @@
-//! `rocsweep run`: load, plan, create the run directory, run every unit, write rows as they
-//! finish, print the summary.
+//! `rocsweep run`: load, plan, create (or resume) the run directory, run every unit in a worker
+//! process under the watchdog, journal it, write its row as it finishes, print the summary.
 
+use super::handle::WorkerSpec;
+use super::journal::{self, Journal};
 use super::plan;
 use super::progress::Progress;
-use super::unit::{self, Policies, ReferenceCache};
-use crate::backend;
+use super::supervisor::{Env, Supervisor};
+use super::unit::{Outcome, Policies};
 use crate::build_info;
+use crate::op::{Case, unit_id};
 use crate::results::csv::{self as rcsv, ResultsWriter, UnitKey};
 use crate::results::manifest::{self, Host, Manifest, SweepInfo};
 use crate::results::rundir;
+use crate::results::status::Status;
 use crate::results::summary::Summary;
-use crate::spec::{self, error::SpecError};
-use std::path::PathBuf;
+use crate::spec::{self, Sweep, error::SpecError};
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    pub sweep: PathBuf,
+    /// The sweep file (not used with `resume`, which reads the sweep from the manifest).
+    pub sweep: Option<PathBuf>,
     /// `None` uses the sweep file's `backend` key.
     pub backend: Option<String>,
     pub out: Option<PathBuf>,
@@ -25,6 +34,12 @@ pub struct RunOptions {
     pub max_units: u64,
     pub quiet: bool,
     pub command_line: Vec<String>,
+    /// Continue the run in this directory.
+    pub resume: Option<PathBuf>,
+    /// With `resume`: run again the units that were started and never finished.
+    pub retry_interrupted: bool,
+    /// The executable started as `worker` (default: this program).
+    pub worker_exe: Option<PathBuf>,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
@@ -47,149 +62,473 @@ impl From<SpecError> for CmdError {
     }
 }
 
+/// Why a run ended before its last unit.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stop {
+    Interrupted,
+    DeviceUnhealthy,
+}
+
 /// What a finished run reports back to `main`.
 pub struct RunReport {
     pub dir: Option<PathBuf>,
     pub failures: u64,
+    pub stopped: Option<Stop>,
 }
 
-pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
-    let sweep = spec::load(&opts.sweep, &opts.axes)?;
-    let backend_name = opts
+/// Ctrl-C presses since the current run started.
+fn interrupts() -> Arc<AtomicUsize> {
+    static COUNT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    COUNT
+        .get_or_init(|| {
+            let count = Arc::new(AtomicUsize::new(0));
+            let c = Arc::clone(&count);
+            // A second handler cannot be installed (e.g. in a test binary); then Ctrl-C keeps
+            // its default meaning, which still leaves a resumable run directory.
+            let _ = ctrlc::set_handler(move || {
+                let n = c.fetch_add(1, Ordering::SeqCst) + 1;
+                if n == 1 {
+                    eprintln!("\nCtrl-C: finishing the running unit, then stopping (press again to kill it)");
+                } else {
+                    eprintln!("\nCtrl-C again: killing the worker");
+                }
+            });
+            count
+        })
+        .clone()
+}
+
+struct Prepared {
+    sweep: Sweep,
+    backend: String,
+    dir: PathBuf,
+    manifest: Option<Manifest>,
+}
+
+fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
+    if let Some(dir) = &opts.resume {
+        let m = manifest::read(dir)
+            .map_err(|e| CmdError::BadInput(format!("cannot resume {}: {e}", dir.display())))?;
+        let sweep = spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides)?;
+        let backend = m.backend.backend.clone();
+        return Ok(Prepared {
+            sweep,
+            backend,
+            dir: dir.clone(),
+            manifest: Some(m),
+        });
+    }
+    let path = opts
+        .sweep
+        .as_ref()
+        .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
+    let sweep = spec::load(path, &opts.axes)?;
+    let backend = opts
         .backend
         .clone()
         .unwrap_or_else(|| sweep.backend.clone());
-    let mut backend = backend::open(&backend_name).map_err(CmdError::BadInput)?;
-    let combos = sweep.env_combos();
-    let product = sweep.product_size().saturating_mul(combos.len() as u128);
-    if product > opts.max_units as u128 && !opts.force {
-        return Err(CmdError::BadInput(format!(
-            "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
-             narrow the axes, raise --max-units, or pass --force",
-            opts.sweep.display(),
-            opts.max_units
-        )));
-    }
-
-    if opts.dry_run {
-        return dry_run(&sweep, &combos, backend.as_ref());
-    }
-
-    let counted = plan::count(&sweep, &combos, backend.as_ref());
-    let now = chrono::Utc::now();
     let dir = opts
         .out
         .clone()
-        .unwrap_or_else(|| rundir::default_path(&sweep.name, now));
-    rundir::check_free(&dir).map_err(|e| CmdError::BadInput(e.to_string()))?;
-    rundir::create(&dir).map_err(|e| CmdError::Failure(e.to_string()))?;
+        .unwrap_or_else(|| rundir::default_path(&sweep.name, chrono::Utc::now()));
+    Ok(Prepared {
+        sweep,
+        backend,
+        dir,
+        manifest: None,
+    })
+}
 
-    let info = backend.info();
-    let device = info.devices.first().cloned().unwrap_or_default();
+pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
+    let Prepared {
+        sweep,
+        backend: backend_name,
+        dir,
+        manifest: old_manifest,
+    } = load(opts)?;
+    crate::backend::check_name(&backend_name).map_err(CmdError::BadInput)?;
+    let combos = sweep.env_combos();
+    let product = sweep.product_size().saturating_mul(combos.len() as u128);
+    if product > opts.max_units as u128 && !opts.force && old_manifest.is_none() {
+        return Err(CmdError::BadInput(format!(
+            "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
+             narrow the axes, raise --max-units, or pass --force",
+            sweep.source.path, opts.max_units
+        )));
+    }
+    if opts.dry_run {
+        return dry_run(&sweep, combos.len());
+    }
+
+    let resuming = old_manifest.is_some();
+    if !resuming {
+        rundir::check_free(&dir).map_err(|e| CmdError::BadInput(e.to_string()))?;
+    }
+    let io = |what: &str, e: std::io::Error| {
+        CmdError::Failure(format!("{}: {what}: {e}", dir.display()))
+    };
+    if !resuming {
+        rundir::create(&dir).map_err(|e| CmdError::Failure(e.to_string()))?;
+    }
+    let _lock = lock(&dir)?;
+    let logs = dir.join("workers");
+    std::fs::create_dir_all(&logs).map_err(|e| io("creating workers/", e))?;
+
+    let interrupts = interrupts();
+    interrupts.store(0, Ordering::SeqCst);
+    let exe = match &opts.worker_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| CmdError::Failure(format!("cannot find this program's path: {e}")))?,
+    };
     let policies = Policies {
         limits: sweep.limits.clone(),
         timing: sweep.timing.clone(),
         verify: sweep.verify.clone(),
     };
-    let mut man = Manifest {
-        manifest_version: 1,
-        rocsweep_version: build_info::VERSION.into(),
-        git_commit: build_info::GIT_COMMIT.into(),
-        command_line: opts.command_line.clone(),
-        started_at: now.to_rfc3339(),
-        finished_at: None,
-        host: Host::current(),
-        backend: info,
-        sweep: SweepInfo::of(&sweep),
-        policies: policies.clone(),
-        env_combos: combos.clone(),
-        environment: manifest::environment(),
-        units_planned: counted.units,
-        counts: Default::default(),
-        invalid_combinations: counted.invalid,
-        invalid_example: counted.invalid_example.clone(),
-    };
-    let io = |what: &str, e: std::io::Error| {
-        CmdError::Failure(format!("{}: {what}: {e}", dir.display()))
-    };
-    manifest::write(&dir, &man).map_err(|e| io("writing manifest.json", e))?;
-    let mut csv = ResultsWriter::create(&dir.join("results.csv"), sweep.op)
-        .map_err(|e| io("creating results.csv", e))?;
+    let mut sup = Supervisor::new(
+        WorkerSpec {
+            exe,
+            backend: backend_name.clone(),
+        },
+        logs,
+        sweep.limits.clone(),
+        Arc::clone(&interrupts),
+    );
+    let first_env = combos.first().map(|c| c.vars.clone()).unwrap_or_default();
+    let info = sup
+        .start(Env {
+            index: 0,
+            vars: &first_env,
+        })
+        .map_err(|o| {
+            CmdError::Failure(format!(
+                "the {backend_name} backend's worker did not start: {}",
+                o.error
+            ))
+        })?;
+    let device = info.devices.first().cloned().unwrap_or_default();
 
-    let mut progress = Progress::new(counted.units, opts.quiet);
-    if counted.invalid > 0 {
+    let counted = plan::count(&sweep, &combos);
+    let mut man = match old_manifest {
+        Some(m) => m,
+        None => Manifest {
+            manifest_version: 1,
+            rocsweep_version: build_info::VERSION.into(),
+            git_commit: build_info::GIT_COMMIT.into(),
+            command_line: opts.command_line.clone(),
+            started_at: chrono::Utc::now().to_rfc3339(),
+            finished_at: None,
+            host: Host::current(),
+            backend: info.clone(),
+            sweep: SweepInfo::of(&sweep),
+            policies: policies.clone(),
+            env_combos: combos.clone(),
+            environment: manifest::environment(),
+            units_planned: counted.units,
+            counts: Default::default(),
+            invalid_combinations: counted.invalid,
+            invalid_example: counted.invalid_example.clone(),
+            resumed: Vec::new(),
+            stopped: None,
+        },
+    };
+    if resuming {
+        man.resumed.push(chrono::Utc::now().to_rfc3339());
+        man.finished_at = None;
+        man.stopped = None;
+    }
+    manifest::write(&dir, &man).map_err(|e| io("writing manifest.json", e))?;
+
+    // What is already done: rows in results.csv (repaired) and units the journal finished.
+    let csv_path = dir.join("results.csv");
+    let in_csv: HashSet<String> = rcsv::repair(&csv_path, sweep.op)
+        .map_err(|e| io("repairing results.csv", e))?
+        .into_iter()
+        .collect();
+    let state = journal::read(&dir).map_err(|e| io("reading the journal", e))?;
+    let mut journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
+    for id in in_csv.difference(&state.finished) {
+        // The row was written but the supervisor died before journaling it: the row counts.
+        journal
+            .finished(id, Status::Ok)
+            .map_err(|e| io("writing the journal", e))?;
+    }
+    let mut csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
+
+    let mut summary = Summary::default();
+    if resuming {
+        count_existing(&csv_path, &mut summary);
+    }
+    let done_before = in_csv.len() as u64;
+    let mut progress = Progress::new(counted.units.saturating_sub(done_before), opts.quiet);
+    if counted.invalid > 0 && !resuming {
         progress.println(&format!(
             "note: {} combinations form no valid problem and were dropped (e.g. {})",
             counted.invalid,
             counted.invalid_example.as_deref().unwrap_or("")
         ));
     }
-    let mut summary = Summary::default();
-    let mut cache = ReferenceCache::default();
-    let backend_id = backend.name();
-    for (env_index, env_key, case) in plan::cases(&sweep, &combos) {
-        for u in plan::units_of(case, env_index, &env_key, backend.as_ref()) {
-            let mut no_phases = |_: &'static str| {};
-            let out = unit::run_unit(
-                backend.as_mut(),
-                &u.case,
-                &u.solver,
-                &policies,
-                &mut cache,
-                &mut no_phases,
-            );
-            let key = UnitKey {
-                unit_id: &u.id,
-                case: &u.case,
-                solver: &u.solver,
-                backend: backend_id,
-                device: &device,
-                env: &u.env_key,
+
+    let mut ctx = Ctx {
+        sup: &mut sup,
+        journal: &mut journal,
+        csv: &mut csv,
+        summary: &mut summary,
+        progress: &mut progress,
+        backend: backend_name.clone(),
+        device,
+        policies,
+        done: in_csv,
+        unfinished: state.unfinished,
+        retry_interrupted: opts.retry_interrupted,
+        unhealthy: false,
+        interrupts: Arc::clone(&interrupts),
+    };
+    let mut stopped = None;
+    'cases: for (env_index, env_key, case) in plan::cases(&sweep, &combos) {
+        if ctx.interrupts.load(Ordering::SeqCst) > 0 {
+            stopped = Some(Stop::Interrupted);
+            break;
+        }
+        let env = Env {
+            index: env_index,
+            vars: &combos[env_index].vars,
+        };
+        let solvers = if case.solver != "all" {
+            vec![case.solver.clone()]
+        } else if ctx.unhealthy {
+            vec!["all".to_string()]
+        } else {
+            match ctx.sup.enumerate(env, &case.problem) {
+                Ok(s) => {
+                    ctx.progress.expand_one(s.len() as u64);
+                    s
+                }
+                Err(out) => {
+                    // The enumeration itself failed: one row for the case with solver `all`.
+                    let id = unit_id(&case.id, "all", &env_key);
+                    let u = UnitRef {
+                        id: &id,
+                        case: &case,
+                        solver: "all",
+                        env_key: &env_key,
+                        env,
+                    };
+                    ctx.record(&u, out).map_err(|e| io("writing results", e))?;
+                    continue;
+                }
+            }
+        };
+        for solver in solvers {
+            if ctx.interrupts.load(Ordering::SeqCst) > 0 {
+                stopped = Some(Stop::Interrupted);
+                break 'cases;
+            }
+            let id = unit_id(&case.id, &solver, &env_key);
+            let u = UnitRef {
+                id: &id,
+                case: &case,
+                solver: &solver,
+                env_key: &env_key,
+                env,
             };
-            csv.append(&rcsv::record(&key, &out))
-                .map_err(|e| io("writing results.csv", e))?;
-            let describe = || describe_unit(&u);
-            summary.add(out.status, &u.id, describe, &out.error);
-            progress.unit_done(out.status, || {
-                let time = out
-                    .stats
-                    .as_ref()
-                    .map(|s| format!("{:.3} ms", s.median * 1e3))
-                    .unwrap_or_default();
-                format!("{} {}", describe_unit(&u), time)
-            });
+            ctx.unit(&u).map_err(|e| io("writing results", e))?;
         }
     }
+    if ctx.unhealthy && stopped.is_none() {
+        stopped = Some(Stop::DeviceUnhealthy);
+    }
+    ctx.sup.shutdown();
     progress.finish();
     csv.sync().map_err(|e| io("syncing results.csv", e))?;
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());
     man.counts = summary.counts_by_name();
+    man.stopped = stopped.as_ref().map(|s| match s {
+        Stop::Interrupted => "interrupted by Ctrl-C".to_string(),
+        Stop::DeviceUnhealthy => "device unhealthy after a hang or crash".to_string(),
+    });
     manifest::write(&dir, &man).map_err(|e| io("writing manifest.json", e))?;
     if !opts.quiet {
         print!("{}", summary.render());
         println!("run directory: {}", dir.display());
     }
+    match &stopped {
+        Some(Stop::Interrupted) => eprintln!(
+            "stopped by Ctrl-C; continue with: rocsweep run --resume {}",
+            dir.display()
+        ),
+        Some(Stop::DeviceUnhealthy) => eprintln!(
+            "error: the device stayed unhealthy after {} health probes; the remaining units are recorded `skipped` (device-unhealthy). \
+             Check the device (dmesg, rocm-smi/nvidia-smi), then: rocsweep run --resume {}",
+            super::supervisor::PROBE_TRIES,
+            dir.display()
+        ),
+        None => {}
+    }
     Ok(RunReport {
         dir: Some(dir),
         failures: summary.failures_total,
+        stopped,
     })
 }
 
-fn describe_unit(u: &plan::Unit) -> String {
-    let params = crate::op::canonical_text(u.case.problem.kind(), &u.case.values);
-    let env = if u.env_key.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", u.env_key)
-    };
-    format!("{params} solver={}{env}", u.solver)
+/// Holds the run directory's lock for the life of the run (released when the process ends,
+/// however it ends).
+fn lock(dir: &Path) -> Result<File, CmdError> {
+    let path = dir.join("run.lock");
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(CmdError::BadInput(format!(
+            "{} is in use by another rocsweep run (run.lock is held)",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(CmdError::Failure(format!("{}: {e}", path.display())))
+        }
+    }
 }
 
-fn dry_run(
-    sweep: &spec::Sweep,
-    combos: &[spec::expand::EnvCombo],
-    backend: &dyn backend::Backend,
-) -> Result<RunReport, CmdError> {
+fn count_existing(csv_path: &Path, summary: &mut Summary) {
+    if let Ok((header, rows)) = rcsv::read(csv_path) {
+        let id = header.iter().position(|h| h == "unit_id");
+        let err = header.iter().position(|h| h == "error");
+        for r in &rows {
+            if let Some(st) = rcsv::status_of(&header, r) {
+                let uid = id.and_then(|i| r.get(i)).cloned().unwrap_or_default();
+                let detail = err.and_then(|i| r.get(i)).cloned().unwrap_or_default();
+                summary.add(st, &uid, || "(earlier session)".into(), &detail);
+            }
+        }
+    }
+}
+
+struct Ctx<'a> {
+    sup: &'a mut Supervisor,
+    journal: &'a mut Journal,
+    csv: &'a mut ResultsWriter,
+    summary: &'a mut Summary,
+    progress: &'a mut Progress,
+    backend: String,
+    device: String,
+    policies: Policies,
+    done: HashSet<String>,
+    unfinished: std::collections::HashMap<String, String>,
+    retry_interrupted: bool,
+    unhealthy: bool,
+    interrupts: Arc<AtomicUsize>,
+}
+
+/// One unit as the run loop sees it.
+struct UnitRef<'a> {
+    id: &'a str,
+    case: &'a Case,
+    solver: &'a str,
+    env_key: &'a str,
+    env: Env<'a>,
+}
+
+impl Ctx<'_> {
+    fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
+        if self.done.contains(u.id) {
+            return Ok(());
+        }
+        if let Some(phase) = self.unfinished.get(u.id).cloned()
+            && !self.retry_interrupted
+        {
+            let phase = if phase.is_empty() {
+                "init".to_string()
+            } else {
+                phase
+            };
+            let out = Outcome::failed(
+                Status::Interrupted,
+                &phase,
+                "started and never finished: the supervisor, its worker or the machine went down (rerun with --retry-interrupted)",
+            );
+            return self.write(u, out);
+        }
+        let out = if self.unhealthy {
+            Outcome::failed(Status::Skipped, "", "device-unhealthy")
+        } else {
+            self.journal.started(u.id)?;
+            let journal = &mut *self.journal;
+            let mut on_phase = |p: &str| {
+                let _ = journal.phase(u.id, p);
+            };
+            self.sup
+                .run_unit(u.id, u.case, u.solver, &self.policies, u.env, &mut on_phase)
+        };
+        self.record(u, out)
+    }
+
+    /// Writes the row, journals it, and after a hang or crash checks the device's health.
+    fn record(&mut self, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
+        let fault = matches!(out.status, Status::Hang | Status::Crash);
+        if out.status == Status::Interrupted && self.interrupts.load(Ordering::SeqCst) >= 2 {
+            // Left started-and-unfinished in the journal: a resume decides what to do with it.
+            return Ok(());
+        }
+        self.write(u, out)?;
+        if fault && !self.unhealthy && !self.sup.health_probe(u.env) {
+            self.unhealthy = true;
+            self.progress.println("error: the device failed its health probe; recording the remaining units as skipped");
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
+        let key = UnitKey {
+            unit_id: u.id,
+            case: u.case,
+            solver: u.solver,
+            backend: &self.backend,
+            device: &self.device,
+            env: u.env_key,
+        };
+        self.csv.append(&rcsv::record(&key, &out))?;
+        self.csv.sync()?;
+        self.journal.finished(u.id, out.status)?;
+        self.done.insert(u.id.to_string());
+        let describe = || describe_unit(u.case, u.solver, u.env_key);
+        self.summary.add(out.status, u.id, describe, &out.error);
+        self.progress.unit_done(out.status, || {
+            let time = out
+                .stats
+                .as_ref()
+                .map(|s| format!("{:.3} ms", s.median * 1e3))
+                .unwrap_or_default();
+            let phase = if out.phase.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", out.phase)
+            };
+            format!(
+                "{}{phase} {time}",
+                describe_unit(u.case, u.solver, u.env_key)
+            )
+        });
+        Ok(())
+    }
+}
+
+fn describe_unit(case: &Case, solver: &str, env_key: &str) -> String {
+    let params = crate::op::canonical_text(case.problem.kind(), &case.values);
+    let env = if env_key.is_empty() {
+        String::new()
+    } else {
+        format!(" [{env_key}]")
+    };
+    format!("{params} solver={solver}{env}")
+}
+
+fn dry_run(sweep: &Sweep, combos: usize) -> Result<RunReport, CmdError> {
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
@@ -201,7 +540,6 @@ fn dry_run(
                 count.cases += 1;
                 let text = crate::op::canonical_text(sweep.op, &case.values);
                 writeln!(w, "{} {text} solver={}", case.id, case.solver).map_err(write_err)?;
-                count.units += plan::solvers_for(&case, backend).len() as u64;
             }
             Err(reason) => {
                 count.invalid += 1;
@@ -211,20 +549,30 @@ fn dry_run(
     }
     writeln!(
         w,
-        "{} cases x {} env combination(s) = {} units ({} invalid combinations dropped{})",
+        "{} cases x {} env combination(s) = {} units ({} invalid combinations dropped{}){}",
         count.cases,
-        combos.len(),
-        count.units * combos.len() as u64,
+        combos,
+        count.cases * combos as u64,
         count.invalid,
         count
             .invalid_example
             .map(|e| format!(", e.g. {e}"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if sweep.dims.iter().any(|d| d
+            .axes
+            .iter()
+            .any(|a| a.values.iter().any(|v| v.as_str() == Some("all"))))
+        {
+            "; solver = \"all\" expands further at run time"
+        } else {
+            ""
+        }
     )
     .map_err(write_err)?;
     w.flush().map_err(write_err)?;
     Ok(RunReport {
         dir: None,
         failures: 0,
+        stopped: None,
     })
 }

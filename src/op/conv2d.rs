@@ -162,7 +162,7 @@ impl Conv2d {
             dil_w: dil,
             groups: p.usize("groups")?,
         };
-        if geom.c_in % geom.groups != 0 || geom.c_out % geom.groups != 0 {
+        if !geom.c_in.is_multiple_of(geom.groups) || !geom.c_out.is_multiple_of(geom.groups) {
             return Err(format!(
                 "groups={} must divide c_in={} and c_out={}",
                 geom.groups, geom.c_in, geom.c_out

@@ -171,3 +171,87 @@ pub fn status_of(header: &[String], row: &[String]) -> Option<Status> {
     let i = header.iter().position(|h| h == "status")?;
     Status::parse(row.get(i)?)
 }
+
+impl ResultsWriter {
+    /// Opens an existing results.csv for appending (after `repair`).
+    pub fn append_to(path: &Path) -> std::io::Result<ResultsWriter> {
+        let file = File::options().append(true).open(path)?;
+        let inner = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(BufWriter::new(file));
+        Ok(ResultsWriter { inner })
+    }
+}
+
+/// Makes results.csv whole again after a crash: cuts a torn last line (no trailing newline),
+/// drops duplicate rows of a unit (keeping the first), and returns the unit ids present.
+/// A missing file is recreated with its header.
+pub fn repair(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            ResultsWriter::create(path, op)?;
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e),
+    };
+    let whole = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None => 0,
+    };
+    if whole == 0 {
+        ResultsWriter::create(path, op)?;
+        return Ok(Vec::new());
+    }
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(&bytes[..whole]);
+    let header: Vec<String> = rdr
+        .headers()
+        .map_err(std::io::Error::other)?
+        .iter()
+        .map(String::from)
+        .collect();
+    let id_col = header
+        .iter()
+        .position(|h| h == "unit_id")
+        .ok_or_else(|| std::io::Error::other("results.csv has no unit_id column"))?;
+    let mut seen = std::collections::HashSet::new();
+    let mut ids = Vec::new();
+    let mut kept = Vec::new();
+    let mut dropped = false;
+    for rec in rdr.records() {
+        // A record that does not parse (a torn line that happened to end in a newline) is dropped.
+        let Ok(rec) = rec else {
+            dropped = true;
+            continue;
+        };
+        if rec.len() != header.len() {
+            dropped = true;
+            continue;
+        }
+        let id = rec.get(id_col).unwrap_or("").to_string();
+        if seen.insert(id.clone()) {
+            ids.push(id);
+            kept.push(rec);
+        } else {
+            dropped = true;
+        }
+    }
+    if dropped || whole != bytes.len() {
+        let tmp = path.with_extension("csv.tmp");
+        {
+            let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+            w.write_record(&header).map_err(std::io::Error::other)?;
+            for rec in &kept {
+                w.write_record(rec).map_err(std::io::Error::other)?;
+            }
+            w.flush()?;
+            w.into_inner()
+                .map_err(|e| std::io::Error::other(e.to_string()))?
+                .sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+    }
+    Ok(ids)
+}

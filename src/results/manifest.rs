@@ -29,6 +29,12 @@ pub struct Manifest {
     /// Combinations dropped because they form no valid problem (first reason kept as an example).
     pub invalid_combinations: u64,
     pub invalid_example: Option<String>,
+    /// When the run was resumed (`--resume`), in order.
+    #[serde(default)]
+    pub resumed: Vec<String>,
+    /// Why the run stopped before its last unit, if it did.
+    #[serde(default)]
+    pub stopped: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

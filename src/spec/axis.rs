@@ -39,15 +39,11 @@ pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
     let step = match step_text {
         None => 1,
         Some((s, s_base)) => {
+            let span = trimmed_span(s, s_base);
             if name == "pow2" {
-                return Err((
-                    s_base..s_base + s.len(),
-                    "pow2(...) takes no step; it doubles".into(),
-                ));
+                return Err((span, "pow2(...) takes no step; it doubles".into()));
             }
-            let lead = s.len() - s.trim_start().len();
             let st = s.trim();
-            let span = s_base + lead..s_base + lead + st.len();
             let val = st
                 .strip_prefix("step")
                 .map(str::trim_start)
@@ -74,6 +70,14 @@ pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
         None => true,
     };
     if inverted {
+        if !inclusive && lo == hi {
+            return Err((
+                whole,
+                format!(
+                    "empty range {lo}..{hi} holds no values (write {lo}..={hi} to include {hi})"
+                ),
+            ));
+        }
         let op = if inclusive { "..=" } else { ".." };
         return Err((
             whole,
@@ -139,14 +143,18 @@ fn parse_range(text: &str, base: usize) -> Result<(i64, i64, bool), Located> {
             ),
         ));
     };
-    let lo_span = base..base + lo.len();
     let hi_start = base + lo.len() + if inclusive { 3 } else { 2 };
-    let hi_span = hi_start..hi_start + hi.len();
     Ok((
-        parse_int(lo.trim(), lo_span)?,
-        parse_int(hi.trim(), hi_span)?,
+        parse_int(lo.trim(), trimmed_span(lo, base))?,
+        parse_int(hi.trim(), trimmed_span(hi, hi_start))?,
         inclusive,
     ))
+}
+
+/// Span of `text` (found at byte `base`) without its surrounding whitespace.
+fn trimmed_span(text: &str, base: usize) -> Range<usize> {
+    let start = base + text.len() - text.trim_start().len();
+    start..start + text.trim().len()
 }
 
 fn parse_int(text: &str, span: Range<usize>) -> Result<i64, Located> {
@@ -194,10 +202,9 @@ pub fn parse_scalar(text: &str) -> Value {
         && !t
             .chars()
             .any(|c| c.is_ascii_alphabetic() && c != 'e' && c != 'E')
+        && let Ok(f) = t.parse::<f64>()
     {
-        if let Ok(f) = t.parse::<f64>() {
-            return Value::Float(f);
-        }
+        return Value::Float(f);
     }
     match t {
         "true" => Value::Bool(true),

@@ -66,10 +66,10 @@ impl Sweep {
                 D::Str(s) => Value::Str(s.to_string()),
                 D::Bool(b) => Value::Bool(b),
                 D::SameAs(other) => {
-                    if !covered(slot) {
-                        if let Some(src) = params.iter().position(|q| q.name == other) {
-                            same_as.push((slot, src));
-                        }
+                    if !covered(slot)
+                        && let Some(src) = params.iter().position(|q| q.name == other)
+                    {
+                        same_as.push((slot, src));
                     }
                     Value::Bool(false)
                 }

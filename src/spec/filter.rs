@@ -157,7 +157,9 @@ fn lex(src: &str, base: usize) -> Result<Vec<(Tok, Range<usize>)>, Located> {
                     "unexpected `=`, expected `==` to compare".into(),
                 ));
             }
-            other => {
+            _ => {
+                // `c` is one byte; name the whole (possibly multi-byte) character.
+                let other = src[i..].chars().next().unwrap_or(c);
                 return Err((
                     base + i..base + i + other.len_utf8(),
                     format!("unexpected character `{other}`"),
@@ -300,7 +302,8 @@ impl<F: Fn(&str) -> Option<(usize, Ty)>> Parser<'_, F> {
                         Ok((e, ty, span.start..close.end))
                     }
                     Some((_, s)) => Err((s, "expected `)`".into())),
-                    None => Err((self.eof_span(), "missing `)`".into())),
+                    // Point at the `(` left open: the end of the text is not where the fix goes.
+                    None => Err((span, "missing `)` to close this `(`".into())),
                 }
             }
             Tok::RParen | Tok::Op(_) => Err((span, "expected a value, an axis name or `(`".into())),

@@ -259,7 +259,11 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
                     let mut e = cx.err(span, msg.clone());
                     if msg.starts_with("filter names unknown axis") {
                         let names: Vec<&str> = axis_slots.iter().map(|(n, _)| n.as_str()).collect();
-                        e = e.with_help(format!("the sweep's axes are: {}", names.join(", ")));
+                        e = e.with_help(if names.is_empty() {
+                            "the sweep has no axes; a filter can only name axes it varies".into()
+                        } else {
+                            format!("the sweep's axes are: {}", names.join(", "))
+                        });
                     }
                     e
                 },
@@ -404,16 +408,17 @@ fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), Spec
         file: "--axis",
         text: &text,
     };
-    let Some((name, list)) = arg.split_once('=') else {
+    let Some((raw_name, list)) = arg.split_once('=') else {
         return Err(cx.err(
             0..arg.len(),
             format!("expected NAME=VALUES (e.g. c_in=16,32), found `{arg}`"),
         ));
     };
-    let name = name.trim();
+    let name = raw_name.trim();
+    let name_start = raw_name.len() - raw_name.trim_start().len();
     let slot = slot_of(op, name).ok_or_else(|| {
         cx.err(
-            0..name.len(),
+            name_start..name_start + name.len(),
             format!(
                 "unknown axis `{name}` for op {}, expected one of: {}",
                 op.name(),
@@ -421,7 +426,12 @@ fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), Spec
             ),
         )
     })?;
-    let base = name.len() + 1;
+    // Offsets of list items are relative to the text after `=`, whatever spacing the name has.
+    let base = raw_name.len() + 1;
+    let is_int_axis = matches!(
+        op.params().get(slot).map(|p| p.kind),
+        Some(ParamKind::Int { .. })
+    );
     let mut values = Vec::new();
     for (off, item) in axis::split_items(list) {
         let start = base + off;
@@ -431,16 +441,26 @@ fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), Spec
             return Err(cx.err(span, format!("empty value in the list for `{name}`")));
         }
         if axis::is_generator(item) {
+            if !is_int_axis {
+                return Err(cx.err(
+                    span,
+                    format!(
+                        "`{name}` is not an integer axis, so it cannot use `{}`",
+                        item.trim()
+                    ),
+                ));
+            }
             let v = axis::expand_generator(item, start).map_err(|(s, m)| cx.err(s, m))?;
-            values.extend(v.into_iter().map(Value::Int));
+            for n in v {
+                let v = Value::Int(n);
+                check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
+                values.push(v);
+            }
         } else {
             let v = axis::parse_scalar(item);
             check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
             values.push(v);
         }
-    }
-    for v in &values {
-        check_value(op, slot, v).map_err(|m| cx.err(base..arg.len(), m))?;
     }
     let new_len = values.len();
     for d in dims.iter_mut() {
@@ -579,31 +599,30 @@ impl Cx<'_> {
         v: &Sp,
         out: &mut Vec<Value>,
     ) -> Result<(), SpecError> {
-        if let DeValue::String(s) = v.get_ref() {
-            if axis::is_generator(s) {
-                if !matches!(
-                    op.params().get(slot).map(|p| p.kind),
-                    Some(ParamKind::Int { .. })
-                ) {
-                    return Err(self.err(
-                        v.span(),
-                        format!(
-                            "`{key}` is not an integer axis, so it cannot use `{}`",
-                            s.trim()
-                        ),
-                    ));
-                }
-                let base = self.string_content_offset(v, s);
-                let vals = axis::expand_generator(s, base.unwrap_or(v.span().start)).map_err(
-                    |(span, m)| self.err(if base.is_some() { span } else { v.span() }, m),
-                )?;
-                for n in vals {
-                    let val = Value::Int(n);
-                    check_value(op, slot, &val).map_err(|m| self.err(v.span(), m))?;
-                    out.push(val);
-                }
-                return Ok(());
+        if let DeValue::String(s) = v.get_ref()
+            && axis::is_generator(s)
+        {
+            if !matches!(
+                op.params().get(slot).map(|p| p.kind),
+                Some(ParamKind::Int { .. })
+            ) {
+                return Err(self.err(
+                    v.span(),
+                    format!(
+                        "`{key}` is not an integer axis, so it cannot use `{}`",
+                        s.trim()
+                    ),
+                ));
             }
+            let base = self.string_content_offset(v, s);
+            let vals = axis::expand_generator(s, base.unwrap_or(v.span().start))
+                .map_err(|(span, m)| self.err(if base.is_some() { span } else { v.span() }, m))?;
+            for n in vals {
+                let val = Value::Int(n);
+                check_value(op, slot, &val).map_err(|m| self.err(v.span(), m))?;
+                out.push(val);
+            }
+            return Ok(());
         }
         let val = self.scalar(v, key)?;
         check_value(op, slot, &val).map_err(|m| self.err(v.span(), m))?;
@@ -757,8 +776,13 @@ impl Cx<'_> {
             }
         }
         if p.max_samples < p.min_samples {
+            // Point at whichever of the two the file sets (max_samples first), not the table.
+            let at = ["max_samples", "min_samples"]
+                .iter()
+                .find_map(|k| table.get(*k))
+                .map_or(t.span(), |v| v.span());
             return Err(self.err(
-                t.span(),
+                at,
                 format!(
                     "[timing] max_samples ({}) is smaller than min_samples ({})",
                     p.max_samples, p.min_samples

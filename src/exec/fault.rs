@@ -1,0 +1,118 @@
+//! TEST-ONLY fault injection, read by the worker from `ROCSWEEP_TEST_FAULT` and nowhere else.
+//! It lets the test suite make a real worker process really hang, segfault, abort or exit on
+//! chosen units. Sweep files cannot reach it: the sweep loader refuses env names that start
+//! with `ROCSWEEP_`, so only the environment of the `rocsweep` process itself can set it.
+//!
+//! Syntax: rules separated by `;`, each `MATCH:ACTION@PHASE`, where MATCH is `*`, `probe` (the
+//! health probe), or `name=value` (a parameter of the unit's case, or `solver=...`), ACTION is
+//! `hang`, `segv`, `abort` or `exit`, and PHASE is enumerate, alloc, compile, run or verify.
+//! Example: `c_in=16:hang@compile;c_in=32:segv@run`.
+
+pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Hang,
+    Segv,
+    Abort,
+    Exit,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    matcher: String,
+    action: Action,
+    phase: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    rules: Vec<Rule>,
+}
+
+impl Faults {
+    pub fn from_env() -> Faults {
+        std::env::var(ENV)
+            .map(|s| Faults::parse(&s))
+            .unwrap_or_default()
+    }
+
+    /// Malformed rules are ignored: this is a test hook, not user input.
+    pub fn parse(text: &str) -> Faults {
+        let rules = text
+            .split(';')
+            .filter_map(|r| {
+                let (matcher, rest) = r.trim().rsplit_once(':')?;
+                let (action, phase) = rest.split_once('@')?;
+                let action = match action {
+                    "hang" => Action::Hang,
+                    "segv" => Action::Segv,
+                    "abort" => Action::Abort,
+                    "exit" => Action::Exit,
+                    _ => return None,
+                };
+                Some(Rule {
+                    matcher: matcher.to_string(),
+                    action,
+                    phase: phase.to_string(),
+                })
+            })
+            .collect();
+        Faults { rules }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// `canonical` is the case's canonical text (`op;k=v;...`) with `;solver=...` appended, or
+    /// `probe` for the health probe.
+    pub fn action(&self, canonical: &str, phase: &str) -> Option<Action> {
+        self.rules
+            .iter()
+            .find(|r| {
+                r.phase == phase
+                    && (r.matcher == "*"
+                        || r.matcher == canonical
+                        || (canonical != "probe" && canonical.split(';').any(|kv| kv == r.matcher)))
+            })
+            .map(|r| r.action.clone())
+    }
+}
+
+/// Carries out a fault for real: spins forever, touches unmapped memory, aborts or exits.
+pub fn trigger(action: Action) {
+    match action {
+        Action::Hang => {
+            let mut x: u64 = 0;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        Action::Segv => {
+            // An unmapped, aligned, non-null address: a real invalid access, delivered as SIGSEGV.
+            let p = 0x10 as *mut u64;
+            // SAFETY: none; this deliberately faults. Test-only, reached only through ENV.
+            unsafe { p.write_volatile(1) };
+        }
+        Action::Abort => std::process::abort(),
+        Action::Exit => std::process::exit(17),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_match_parameters_phases_and_the_probe() {
+        let f = Faults::parse("c_in=16:hang@compile; probe:segv@run ;*:abort@verify;bad");
+        let unit = "conv2d;direction=fwd;c_in=16;h=8;solver=im2col";
+        assert_eq!(f.action(unit, "compile"), Some(Action::Hang));
+        assert_eq!(f.action(unit, "run"), None);
+        assert_eq!(f.action("conv2d;c_in=160", "compile"), None);
+        assert_eq!(f.action("probe", "run"), Some(Action::Segv));
+        assert_eq!(f.action("probe", "compile"), None);
+        assert_eq!(f.action(unit, "verify"), Some(Action::Abort));
+    }
+}

@@ -1,0 +1,201 @@
+//! A worker process seen from the supervisor: spawned in its own process group with exactly its
+//! env combination (no shell), stdout read by a thread into a channel, stderr into a log file.
+
+use super::protocol::{Event, Request, encode};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+pub enum Recv {
+    Event(Event),
+    /// A line that is not protocol (kept for the failure text).
+    Garbage(String),
+    Timeout,
+    /// The worker closed its end: it exited or is about to.
+    Closed,
+}
+
+pub struct WorkerHandle {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Option<String>>,
+    pub pid: u32,
+    pub log: PathBuf,
+}
+
+/// How to start workers: which executable, which backend, extra environment.
+#[derive(Clone, Debug)]
+pub struct WorkerSpec {
+    pub exe: PathBuf,
+    pub backend: String,
+}
+
+impl WorkerHandle {
+    pub fn spawn(
+        spec: &WorkerSpec,
+        env: &[(String, String)],
+        log: &Path,
+    ) -> std::io::Result<WorkerHandle> {
+        let log_file = File::options().create(true).append(true).open(log)?;
+        let mut cmd = Command::new(&spec.exe);
+        cmd.arg("worker")
+            .arg("--backend")
+            .arg(&spec.backend)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log_file))
+            // Own process group: a terminal's Ctrl-C does not reach workers, and a kill reaches
+            // everything a worker started.
+            .process_group(0);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("worker has no stdout"))?;
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let reader = BufReader::new(stdout);
+            for line in reader.lines() {
+                match line {
+                    Ok(l) => {
+                        if tx.send(Some(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(None);
+        });
+        Ok(WorkerHandle {
+            pid: child.id(),
+            stdin: child.stdin.take(),
+            child,
+            rx,
+            log: log.to_path_buf(),
+        })
+    }
+
+    pub fn send(&mut self, req: &Request) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("worker stdin closed"))?;
+        stdin.write_all(encode(req).as_bytes())?;
+        stdin.flush()
+    }
+
+    /// Waits for the next message until `deadline`.
+    pub fn recv(&self, deadline: Instant) -> Recv {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match self.rx.recv_timeout(wait) {
+            Ok(Some(line)) => match serde_json::from_str::<Event>(&line) {
+                Ok(ev) => Recv::Event(ev),
+                Err(_) => Recv::Garbage(line),
+            },
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => Recv::Closed,
+            Err(RecvTimeoutError::Timeout) => Recv::Timeout,
+        }
+    }
+
+    /// SIGTERM to the worker's process group, `grace` to go, then SIGKILL. Returns its status.
+    pub fn kill(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let pgid = self.pid as i32;
+        // SAFETY: signalling our own child's process group (pgid == child pid via process_group(0)).
+        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        if let Some(st) = self.wait_for(grace) {
+            // Reap anything else left in the group too.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            return Some(st);
+        }
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        self.wait_for(Duration::from_secs(5))
+    }
+
+    /// Polls for exit up to `limit`.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => return Some(st),
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(2)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Asks the worker to exit; kills it if it does not within `grace`.
+    pub fn shutdown(mut self, grace: Duration) {
+        let _ = self.send(&Request::Shutdown);
+        self.stdin = None;
+        if self.wait_for(grace).is_none() {
+            self.kill(grace);
+        }
+    }
+
+    /// The last `bytes` of the worker's log, for failure reports.
+    pub fn log_tail(&self, bytes: u64) -> String {
+        log_tail(&self.log, bytes)
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: as in kill(); a handle dropped without shutdown must not leave a process behind.
+            unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub fn log_tail(path: &Path, bytes: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if f.seek(SeekFrom::Start(len.saturating_sub(bytes))).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).trim().to_string()
+}
+
+/// `SIGSEGV`, `SIGABRT`, ... for a signal number.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGSYS => "SIGSYS",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+/// Words for how a worker ended: `killed by SIGSEGV` or `exited with code 17`.
+pub fn describe_exit(st: Option<ExitStatus>) -> String {
+    match st {
+        Some(st) => match st.signal() {
+            Some(sig) => format!("killed by {}", signal_name(sig)),
+            None => format!("exited with code {}", st.code().unwrap_or(-1)),
+        },
+        None => "did not exit".into(),
+    }
+}

@@ -1,0 +1,321 @@
+//! The supervisor: owns worker processes (one warm worker per env combination at a time), sends
+//! requests, enforces per-phase time limits, and turns every way a worker can fail into an
+//! outcome. It knows nothing about GPUs: only processes, phases and messages.
+
+// Failures travel as `Outcome`s (the row they become); they are the cold path.
+#![allow(clippy::result_large_err)]
+
+use super::handle::{Recv, WorkerHandle, WorkerSpec, describe_exit};
+use super::protocol::{Event, PROTOCOL_VERSION, Request};
+use super::unit::{Outcome, Policies};
+use crate::backend::BackendInfo;
+use crate::op::{Case, Problem};
+use crate::results::status::Status;
+use crate::spec::policy::Limits;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// An env combination as the supervisor sees it: which warm worker, and its variables.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    pub index: usize,
+    pub vars: &'a [(String, String)],
+}
+
+/// Health-probe attempts after a hang or crash before the device is declared unhealthy.
+pub const PROBE_TRIES: u32 = 3;
+/// How often a wait wakes to look at Ctrl-C.
+const POLL: Duration = Duration::from_millis(50);
+/// Bytes of a worker's log attached to a failure.
+const TAIL: u64 = 1500;
+
+pub struct Supervisor {
+    spec: WorkerSpec,
+    logs: PathBuf,
+    limits: Limits,
+    current: Option<(usize, WorkerHandle)>,
+    spawned: u64,
+    /// Ctrl-C presses so far (set by the signal handler).
+    interrupts: Arc<AtomicUsize>,
+    pub info: Option<BackendInfo>,
+}
+
+impl Supervisor {
+    pub fn new(
+        spec: WorkerSpec,
+        logs: PathBuf,
+        limits: Limits,
+        interrupts: Arc<AtomicUsize>,
+    ) -> Supervisor {
+        Supervisor {
+            spec,
+            logs,
+            limits,
+            current: None,
+            spawned: 0,
+            interrupts,
+            info: None,
+        }
+    }
+
+    fn grace(&self) -> Duration {
+        Duration::from_secs_f64(self.limits.grace)
+    }
+
+    fn limit(&self, phase: &str) -> Duration {
+        Duration::from_secs_f64(self.limits.for_phase(phase))
+    }
+
+    /// The warm worker for `env`, started (and handshaken) if needed.
+    fn worker(&mut self, env: Env) -> Result<&mut WorkerHandle, Outcome> {
+        let env_index = env.index;
+        if self.current.as_ref().is_some_and(|(i, _)| *i != env_index)
+            && let Some((_, w)) = self.current.take()
+        {
+            w.shutdown(self.grace());
+        }
+        if self.current.is_none() {
+            self.spawned += 1;
+            let log = self
+                .logs
+                .join(format!("worker-{:04}-env{env_index}.log", self.spawned));
+            let w = WorkerHandle::spawn(&self.spec, env.vars, &log).map_err(|e| {
+                Outcome::failed(
+                    Status::Error,
+                    "init",
+                    format!("cannot start worker {}: {e}", self.spec.exe.display()),
+                )
+            })?;
+            self.current = Some((env_index, w));
+            let ready =
+                self.await_event("init", &mut |_| {}, |e| matches!(e, Event::Ready { .. }))?;
+            if let Event::Ready { protocol, info, .. } = ready {
+                if protocol != PROTOCOL_VERSION {
+                    self.discard();
+                    return Err(Outcome::failed(
+                        Status::Error,
+                        "init",
+                        format!("worker speaks protocol {protocol}, supervisor {PROTOCOL_VERSION}"),
+                    ));
+                }
+                if !info.available {
+                    self.discard();
+                    return Err(Outcome::failed(
+                        Status::Error,
+                        "init",
+                        info.missing.clone().unwrap_or_default(),
+                    ));
+                }
+                self.info = Some(*info);
+            }
+        }
+        match self.current.as_mut() {
+            Some((_, w)) => Ok(w),
+            None => Err(Outcome::failed(Status::Error, "init", "worker vanished")),
+        }
+    }
+
+    /// Kills the current worker (after a fault or when it cannot be trusted).
+    fn discard(&mut self) {
+        if let Some((_, mut w)) = self.current.take() {
+            w.kill(self.grace());
+        }
+    }
+
+    /// Waits for the reply `want` accepts, following phase changes and enforcing each phase's
+    /// limit. Any way the worker fails becomes an `Outcome` (and the worker is gone).
+    fn await_event(
+        &mut self,
+        first_phase: &str,
+        on_phase: &mut dyn FnMut(&str),
+        want: impl Fn(&Event) -> bool,
+    ) -> Result<Event, Outcome> {
+        let mut phase = first_phase.to_string();
+        let mut phase_start = Instant::now();
+        let mut garbage: Option<String> = None;
+        let grace = self.grace();
+        loop {
+            let limit = self.limit(&phase);
+            let Some((_, w)) = self.current.as_mut() else {
+                return Err(Outcome::failed(Status::Error, &phase, "no worker"));
+            };
+            if self.interrupts.load(Ordering::SeqCst) >= 2 {
+                self.discard();
+                return Err(Outcome::failed(
+                    Status::Interrupted,
+                    &phase,
+                    "stopped by a second Ctrl-C",
+                ));
+            }
+            let deadline = (phase_start + limit).min(Instant::now() + POLL);
+            match w.recv(deadline) {
+                Recv::Event(Event::Phase { phase: p }) => {
+                    on_phase(&p);
+                    phase = p;
+                    phase_start = Instant::now();
+                }
+                Recv::Event(Event::Heartbeat) => {}
+                Recv::Event(Event::Fatal { message }) => {
+                    let tail = w.log_tail(TAIL);
+                    self.discard();
+                    return Err(Outcome::failed(
+                        Status::Error,
+                        &phase,
+                        format!("worker: {message}{}", with_tail(&tail)),
+                    ));
+                }
+                Recv::Event(ev) if want(&ev) => return Ok(ev),
+                Recv::Event(_) => {}
+                Recv::Garbage(line) => garbage = Some(line),
+                Recv::Timeout => {
+                    if phase_start.elapsed() >= limit {
+                        let tail = w.log_tail(TAIL);
+                        let pid = w.pid;
+                        self.discard();
+                        return Err(Outcome::failed(
+                            Status::Hang,
+                            &phase,
+                            format!(
+                                "no progress in phase {phase} for {:.1} s (limit); worker {pid} killed{}",
+                                limit.as_secs_f64(),
+                                with_tail(&tail)
+                            ),
+                        ));
+                    }
+                }
+                Recv::Closed => {
+                    let st = w.wait_for(grace + Duration::from_secs(1));
+                    let tail = w.log_tail(TAIL);
+                    self.current = None;
+                    let mut msg = format!("worker {}", describe_exit(st));
+                    if let Some(g) = &garbage {
+                        msg.push_str(&format!("; last non-protocol line: {g}"));
+                    }
+                    return Err(Outcome::failed(
+                        Status::Crash,
+                        &phase,
+                        format!("{msg}{}", with_tail(&tail)),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Starts (or reuses) the worker for an env combination and returns the backend's info.
+    pub fn start(&mut self, env: Env) -> Result<BackendInfo, Outcome> {
+        self.worker(env)?;
+        Ok(self.info.clone().unwrap_or_default())
+    }
+
+    pub fn run_unit(
+        &mut self,
+        unit_id: &str,
+        case: &Case,
+        solver: &str,
+        policies: &Policies,
+        env: Env,
+        on_phase: &mut dyn FnMut(&str),
+    ) -> Outcome {
+        let started = Instant::now();
+        let req = Request::Unit {
+            unit_id: unit_id.to_string(),
+            case: Box::new(case.clone()),
+            solver: solver.to_string(),
+            policies: Box::new(policies.clone()),
+        };
+        let mut out = match self.request(env, &req, "alloc", on_phase, |e| {
+            matches!(e, Event::Result { .. })
+        }) {
+            Ok(Event::Result { outcome, .. }) => *outcome,
+            Ok(_) => Outcome::failed(Status::Error, "run", "unexpected reply"),
+            Err(o) => o,
+        };
+        if out.wall_s == 0.0 {
+            out.wall_s = started.elapsed().as_secs_f64();
+        }
+        out
+    }
+
+    pub fn enumerate(&mut self, env: Env, problem: &Problem) -> Result<Vec<String>, Outcome> {
+        let req = Request::Enumerate {
+            problem: Box::new(problem.clone()),
+        };
+        match self.request(env, &req, "enumerate", &mut |_| {}, |e| {
+            matches!(e, Event::Solvers { .. })
+        })? {
+            Event::Solvers { solvers } => Ok(solvers),
+            _ => Err(Outcome::failed(
+                Status::Error,
+                "enumerate",
+                "unexpected reply",
+            )),
+        }
+    }
+
+    fn request(
+        &mut self,
+        env: Env,
+        req: &Request,
+        first_phase: &str,
+        on_phase: &mut dyn FnMut(&str),
+        want: impl Fn(&Event) -> bool,
+    ) -> Result<Event, Outcome> {
+        let grace = self.grace();
+        let w = self.worker(env)?;
+        if let Err(e) = w.send(req) {
+            // The worker died between requests: its exit says why.
+            let st = w.wait_for(grace);
+            let tail = w.log_tail(TAIL);
+            self.current = None;
+            return Err(Outcome::failed(
+                Status::Crash,
+                first_phase,
+                format!(
+                    "cannot send to worker ({e}); worker {}{}",
+                    describe_exit(st),
+                    with_tail(&tail)
+                ),
+            ));
+        }
+        self.await_event(first_phase, on_phase, want)
+    }
+
+    /// After a hang or crash: a known-good unit in a fresh worker, up to `PROBE_TRIES` times.
+    /// Returns whether the device answered correctly.
+    pub fn health_probe(&mut self, env: Env) -> bool {
+        for _ in 0..PROBE_TRIES {
+            self.discard();
+            if self.interrupts.load(Ordering::SeqCst) >= 2 {
+                return false;
+            }
+            match self.request(env, &Request::Probe, "alloc", &mut |_| {}, |e| {
+                matches!(e, Event::Result { .. })
+            }) {
+                Ok(Event::Result { outcome, .. }) if outcome.status == Status::Ok => return true,
+                _ => self.discard(),
+            }
+        }
+        false
+    }
+
+    /// Ends the current worker politely.
+    pub fn shutdown(&mut self) {
+        if let Some((_, w)) = self.current.take() {
+            w.shutdown(self.grace());
+        }
+    }
+
+    pub fn workers_spawned(&self) -> u64 {
+        self.spawned
+    }
+}
+
+fn with_tail(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("\n--- worker log tail ---\n{tail}")
+    }
+}

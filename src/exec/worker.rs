@@ -1,0 +1,270 @@
+//! The worker process (`rocsweep worker`, hidden): opens the backend once, then runs units sent
+//! by the supervisor, reporting phases, heartbeats and results over the protocol.
+//!
+//! The protocol goes out on a private duplicate of the original stdout; fd 1 is pointed at
+//! stderr (the worker's log file), so a vendor library printing to stdout cannot corrupt it.
+
+use super::fault::{self, Faults};
+use super::protocol::{Event, PROTOCOL_VERSION, Request, encode};
+use super::unit::{self, Policies, ReferenceCache};
+use crate::backend::{self, PhaseSink};
+use crate::op::{Case, OpKind, canonical_text};
+use crate::spec::value::Value;
+use std::fs::File;
+use std::io::{BufRead, Write};
+use std::os::fd::FromRawFd;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Seconds between heartbeats.
+pub const HEARTBEAT: Duration = Duration::from_millis(500);
+
+type Out = Arc<Mutex<File>>;
+
+fn send(out: &Out, ev: &Event) -> bool {
+    let line = encode(ev);
+    match out.lock() {
+        Ok(mut f) => f.write_all(line.as_bytes()).and_then(|_| f.flush()).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Moves the protocol off fd 1. Returns the protocol's file.
+fn private_stdout() -> std::io::Result<File> {
+    // SAFETY: dup/dup2 on the process's own standard descriptors; the new fd is owned by the File.
+    unsafe {
+        let fd = libc::dup(1);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::dup2(2, 1) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(File::from_raw_fd(fd))
+    }
+}
+
+struct Phases<'a> {
+    out: &'a Out,
+    faults: &'a Faults,
+    target: String,
+}
+
+impl PhaseSink for Phases<'_> {
+    fn phase(&mut self, phase: &'static str) {
+        send(
+            self.out,
+            &Event::Phase {
+                phase: phase.to_string(),
+            },
+        );
+        if let Some(a) = self.faults.action(&self.target, phase) {
+            fault::trigger(a);
+        }
+    }
+}
+
+/// The known-good unit of the health probe: a small f32 GEMM every backend runs.
+pub fn probe_case() -> Option<Case> {
+    let op = OpKind::Gemm;
+    let values: Vec<Value> = op
+        .params()
+        .iter()
+        .map(|p| match p.name {
+            "m" | "n" | "k" => Value::Int(32),
+            "trans_a" | "trans_b" => Value::Bool(false),
+            "batch" => Value::Int(1),
+            "compute" | "dtype" | "out_dtype" => Value::Str("f32".into()),
+            _ => Value::Int(1),
+        })
+        .collect();
+    Case::new(op, values, "default".into()).ok()
+}
+
+pub fn main(backend_name: &str) -> i32 {
+    let out: Out = match private_stdout() {
+        Ok(f) => Arc::new(Mutex::new(f)),
+        Err(e) => {
+            eprintln!("worker: cannot set up the protocol stream: {e}");
+            return 1;
+        }
+    };
+    let faults = Faults::from_env();
+    let hb = Arc::clone(&out);
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(HEARTBEAT);
+            if !send(&hb, &Event::Heartbeat) {
+                break;
+            }
+        }
+    });
+
+    send(
+        &out,
+        &Event::Phase {
+            phase: "init".into(),
+        },
+    );
+    let mut backend = match backend::open(backend_name) {
+        Ok(b) => b,
+        Err(why) => {
+            let info = backend::BackendInfo {
+                backend: backend_name.into(),
+                missing: Some(why),
+                ..Default::default()
+            };
+            send(
+                &out,
+                &Event::Ready {
+                    protocol: PROTOCOL_VERSION,
+                    pid: std::process::id(),
+                    info: Box::new(info),
+                },
+            );
+            return 1;
+        }
+    };
+    let info = backend.info();
+    if !send(
+        &out,
+        &Event::Ready {
+            protocol: PROTOCOL_VERSION,
+            pid: std::process::id(),
+            info: Box::new(info),
+        },
+    ) {
+        return 1;
+    }
+
+    let mut cache = ReferenceCache::default();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let req: Request = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                send(
+                    &out,
+                    &Event::Fatal {
+                        message: format!("cannot parse request: {e}"),
+                    },
+                );
+                return 2;
+            }
+        };
+        match req {
+            Request::Unit {
+                unit_id,
+                case,
+                solver,
+                policies,
+            } => {
+                let target = format!(
+                    "{};solver={solver}",
+                    canonical_text(case.problem.kind(), &case.values)
+                );
+                let mut phases = Phases {
+                    out: &out,
+                    faults: &faults,
+                    target,
+                };
+                let outcome = unit::run_unit(
+                    backend.as_mut(),
+                    &case,
+                    &solver,
+                    &policies,
+                    &mut cache,
+                    &mut phases,
+                );
+                send(
+                    &out,
+                    &Event::Result {
+                        unit_id,
+                        outcome: Box::new(outcome),
+                    },
+                );
+            }
+            Request::Enumerate { problem } => {
+                send(
+                    &out,
+                    &Event::Phase {
+                        phase: "enumerate".into(),
+                    },
+                );
+                if !faults.is_empty() {
+                    // Match enumerate faults against the problem's parameters as a case would.
+                    let text = serde_json::to_string(&problem).unwrap_or_default();
+                    let canonical = canonical_from_json(&text);
+                    if let Some(a) = faults.action(&canonical, "enumerate") {
+                        fault::trigger(a);
+                    }
+                }
+                send(
+                    &out,
+                    &Event::Solvers {
+                        solvers: backend.solvers(&problem),
+                    },
+                );
+            }
+            Request::Probe => {
+                let Some(case) = probe_case() else {
+                    send(
+                        &out,
+                        &Event::Fatal {
+                            message: "the probe case is invalid".into(),
+                        },
+                    );
+                    return 2;
+                };
+                let mut phases = Phases {
+                    out: &out,
+                    faults: &faults,
+                    target: "probe".into(),
+                };
+                let mut policies = Policies::default();
+                policies.timing.enabled = false;
+                let outcome = unit::run_unit(
+                    backend.as_mut(),
+                    &case,
+                    "default",
+                    &policies,
+                    &mut cache,
+                    &mut phases,
+                );
+                send(
+                    &out,
+                    &Event::Result {
+                        unit_id: "probe".into(),
+                        outcome: Box::new(outcome),
+                    },
+                );
+            }
+            Request::Shutdown => break,
+        }
+    }
+    0
+}
+
+/// `k=v` pairs of a problem's JSON, flattened, so enumerate faults can match parameters.
+fn canonical_from_json(text: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+    let mut parts = Vec::new();
+    flatten(&v, &mut parts);
+    parts.join(";")
+}
+
+fn flatten(v: &serde_json::Value, out: &mut Vec<String>) {
+    if let serde_json::Value::Object(m) = v {
+        for (k, x) in m {
+            match x {
+                serde_json::Value::Object(_) => flatten(x, out),
+                serde_json::Value::String(s) => out.push(format!("{k}={s}")),
+                other => out.push(format!("{k}={other}")),
+            }
+        }
+    }
+}
