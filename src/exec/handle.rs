@@ -54,6 +54,9 @@ impl WorkerHandle {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        let mut key: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        key.sort();
+        cmd.env(super::worker::ENV_COMBO, key.join(";"));
         let mut child = cmd.spawn()?;
         let stdout = child
             .stdout

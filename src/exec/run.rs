@@ -276,7 +276,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         csv: &mut csv,
         summary: &mut summary,
         progress: &mut progress,
-        backend: backend_name.clone(),
+        backend: info.backend.clone(),
         device,
         policies,
         done: in_csv,

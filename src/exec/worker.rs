@@ -100,12 +100,12 @@ pub fn main(backend_name: &str) -> i32 {
         }
     });
 
-    send(
-        &out,
-        &Event::Phase {
-            phase: "init".into(),
-        },
-    );
+    send(&out, &Event::Phase { phase: "init".into() });
+    eprintln!("rocsweep worker pid {} backend {backend_name}", std::process::id());
+    if let Err(msg) = check_env_combo() {
+        send(&out, &Event::Fatal { message: msg });
+        return 2;
+    }
     let mut backend = match backend::open(backend_name) {
         Ok(b) => b,
         Err(why) => {
@@ -267,4 +267,23 @@ fn flatten(v: &serde_json::Value, out: &mut Vec<String>) {
             }
         }
     }
+}
+
+/// The supervisor names the env combination it meant to give this worker in `ENV_COMBO`; each
+/// `NAME=value` in it must be what this process actually has.
+pub const ENV_COMBO: &str = "ROCSWEEP_ENV_COMBO";
+
+fn check_env_combo() -> Result<(), String> {
+    let Ok(key) = std::env::var(ENV_COMBO) else { return Ok(()) };
+    eprintln!("env combination: {}", if key.is_empty() { "(none)" } else { &key });
+    for pair in key.split(';').filter(|p| !p.is_empty()) {
+        let (name, want) = pair.split_once('=').unwrap_or((pair, ""));
+        match std::env::var(name) {
+            Ok(got) if got == want => {}
+            other => {
+                return Err(format!("worker environment has {name}={:?}, the env combination says {want:?}", other.ok()));
+            }
+        }
+    }
+    Ok(())
 }

@@ -684,6 +684,12 @@ impl Cx<'_> {
                 format!("`{name}` is not a valid environment variable name (letters, digits, `_`)"),
             ));
         }
+        if name.starts_with("ROCSWEEP_") {
+            return Err(self.err(
+                key.span(),
+                format!("`{name}`: names starting with ROCSWEEP_ are reserved for rocsweep itself"),
+            ));
+        }
         Ok(name)
     }
 
