@@ -50,7 +50,11 @@ impl Rows {
     /// The row whose `param` column equals `value`.
     fn by(&self, param: &str, value: &str) -> HashMap<String, String> {
         let c = self.col(param);
-        let r = self.rows.iter().find(|r| r[c] == value).unwrap_or_else(|| panic!("no row {param}={value}"));
+        let r = self
+            .rows
+            .iter()
+            .find(|r| r[c] == value)
+            .unwrap_or_else(|| panic!("no row {param}={value}"));
         self.header.iter().cloned().zip(r.iter().cloned()).collect()
     }
     fn ids(&self) -> Vec<String> {
@@ -65,16 +69,28 @@ fn a_hanging_unit_is_killed_within_its_limit_plus_grace_and_recorded_in_its_phas
     let s = sweep(tmp.path(), "[limits]\ncompile = 1.0\ngrace = 0.5\n");
     let out = tmp.path().join("run");
     let o = run_with_fault(&s, &out, "bytes=256:hang@compile");
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let rows = Rows::read(&out);
     assert_eq!(rows.rows.len(), 5, "the sweep goes on after the hang");
     let hang = rows.by("bytes", "256");
     assert_eq!(hang["status"], "hang");
     assert_eq!(hang["phase"], "compile");
-    assert!(hang["error"].contains("no progress in phase compile for 1.0 s"), "{}", hang["error"]);
+    assert!(
+        hang["error"].contains("no progress in phase compile for 1.0 s"),
+        "{}",
+        hang["error"]
+    );
     let wall: f64 = hang["wall_ms"].parse().unwrap();
     assert!(wall >= 1000.0, "waited for the limit: {wall} ms");
-    assert!(wall <= 1000.0 + 500.0 + 1000.0, "killed within limit + grace (+1 s slack): {wall} ms");
+    assert!(
+        wall <= 1000.0 + 500.0 + 1000.0,
+        "killed within limit + grace (+1 s slack): {wall} ms"
+    );
     for b in ["64", "128", "512", "1024"] {
         assert_eq!(rows.by("bytes", b)["status"], "ok", "bytes={b}");
     }
@@ -85,25 +101,62 @@ fn segfault_abort_and_exit_are_crashes_with_the_signal_and_phase() {
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path(), "");
     let out = tmp.path().join("run");
-    let o = run_with_fault(&s, &out, "bytes=128:segv@run;bytes=512:abort@verify;bytes=1024:exit@alloc");
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run_with_fault(
+        &s,
+        &out,
+        "bytes=128:segv@run;bytes=512:abort@verify;bytes=1024:exit@alloc",
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let rows = Rows::read(&out);
     let segv = rows.by("bytes", "128");
-    assert_eq!((segv["status"].as_str(), segv["phase"].as_str()), ("crash", "run"));
-    assert!(segv["error"].contains("killed by SIGSEGV"), "{}", segv["error"]);
-    assert!(segv["error"].contains("worker log tail"), "stderr tail attached: {}", segv["error"]);
+    assert_eq!(
+        (segv["status"].as_str(), segv["phase"].as_str()),
+        ("crash", "run")
+    );
+    assert!(
+        segv["error"].contains("killed by SIGSEGV"),
+        "{}",
+        segv["error"]
+    );
+    assert!(
+        segv["error"].contains("worker log tail"),
+        "stderr tail attached: {}",
+        segv["error"]
+    );
     let abort = rows.by("bytes", "512");
-    assert_eq!((abort["status"].as_str(), abort["phase"].as_str()), ("crash", "verify"));
-    assert!(abort["error"].contains("killed by SIGABRT"), "{}", abort["error"]);
+    assert_eq!(
+        (abort["status"].as_str(), abort["phase"].as_str()),
+        ("crash", "verify")
+    );
+    assert!(
+        abort["error"].contains("killed by SIGABRT"),
+        "{}",
+        abort["error"]
+    );
     let exit = rows.by("bytes", "1024");
-    assert_eq!((exit["status"].as_str(), exit["phase"].as_str()), ("crash", "alloc"));
-    assert!(exit["error"].contains("exited with code 17"), "{}", exit["error"]);
+    assert_eq!(
+        (exit["status"].as_str(), exit["phase"].as_str()),
+        ("crash", "alloc")
+    );
+    assert!(
+        exit["error"].contains("exited with code 17"),
+        "{}",
+        exit["error"]
+    );
     for b in ["64", "256"] {
         assert_eq!(rows.by("bytes", b)["status"], "ok");
     }
     // Each fault replaced the worker: 1 + 3 replacements + 3 health probes' fresh workers.
     let logs = std::fs::read_dir(out.join("workers")).unwrap().count();
-    assert!(logs >= 4, "workers were replaced after faults ({logs} logs)");
+    assert!(
+        logs >= 4,
+        "workers were replaced after faults ({logs} logs)"
+    );
 }
 
 #[test]
@@ -114,49 +167,97 @@ fn a_device_that_fails_its_health_probe_stops_the_run_and_skips_the_rest() {
     let t = Instant::now();
     let o = run_with_fault(&s, &out, "bytes=128:segv@run;probe:hang@run");
     assert_eq!(o.status.code(), Some(4), "exit code 4: device unhealthy");
-    assert!(t.elapsed() < Duration::from_secs(30), "bounded: three probes, no endless retry");
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "bounded: three probes, no endless retry"
+    );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("stayed unhealthy after 3 health probes"), "{err}");
+    assert!(
+        err.contains("stayed unhealthy after 3 health probes"),
+        "{err}"
+    );
     let rows = Rows::read(&out);
     assert_eq!(rows.rows.len(), 5, "every unit has a row");
     assert_eq!(rows.by("bytes", "64")["status"], "ok");
     assert_eq!(rows.by("bytes", "128")["status"], "crash");
     for b in ["256", "512", "1024"] {
         let r = rows.by("bytes", b);
-        assert_eq!((r["status"].as_str(), r["error"].as_str()), ("skipped", "device-unhealthy"));
+        assert_eq!(
+            (r["status"].as_str(), r["error"].as_str()),
+            ("skipped", "device-unhealthy")
+        );
     }
     let m = rocsweep::results::manifest::read(&out).unwrap();
-    assert_eq!(m.stopped.as_deref(), Some("device unhealthy after a hang or crash"));
+    assert_eq!(
+        m.stopped.as_deref(),
+        Some("device unhealthy after a hang or crash")
+    );
 }
 
 #[test]
 fn a_hang_while_enumerating_solvers_is_recorded_for_the_case() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = sweep(tmp.path(), "solver = \"all\"\n[limits]\nenumerate = 0.5\ngrace = 0.2\n");
-    let text = std::fs::read_to_string(&s).unwrap().replace("solver = \"all\"\n[limits]", "[limits]").replace("[axes]\n", "[axes]\nsolver = \"all\"\n");
+    let s = sweep(
+        tmp.path(),
+        "solver = \"all\"\n[limits]\nenumerate = 0.5\ngrace = 0.2\n",
+    );
+    let text = std::fs::read_to_string(&s)
+        .unwrap()
+        .replace("solver = \"all\"\n[limits]", "[limits]")
+        .replace("[axes]\n", "[axes]\nsolver = \"all\"\n");
     std::fs::write(&s, text).unwrap();
     let out = tmp.path().join("run");
     let o = run_with_fault(&s, &out, "bytes=64:hang@enumerate");
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let rows = Rows::read(&out);
     let r = rows.by("bytes", "64");
-    assert_eq!((r["status"].as_str(), r["phase"].as_str(), r["solver"].as_str()), ("hang", "enumerate", "all"));
-    assert_eq!(rows.by("bytes", "128")["solver"], "memcpy", "other cases enumerate to the CPU's solver");
+    assert_eq!(
+        (
+            r["status"].as_str(),
+            r["phase"].as_str(),
+            r["solver"].as_str()
+        ),
+        ("hang", "enumerate", "all")
+    );
+    assert_eq!(
+        rows.by("bytes", "128")["solver"],
+        "memcpy",
+        "other cases enumerate to the CPU's solver"
+    );
 }
 
 #[test]
 fn each_env_combination_reaches_its_worker_without_a_shell() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = sweep(tmp.path(), "[env]\nFIXED = \"yes\"\n[env_axes]\nFOO = [\"a\", \"b c; $(echo no)\"]\n");
+    let s = sweep(
+        tmp.path(),
+        "[env]\nFIXED = \"yes\"\n[env_axes]\nFOO = [\"a\", \"b c; $(echo no)\"]\n",
+    );
     let out = tmp.path().join("run");
     let o = run_with_fault(&s, &out, "");
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut logs = String::new();
     for e in std::fs::read_dir(out.join("workers")).unwrap() {
         logs.push_str(&std::fs::read_to_string(e.unwrap().path()).unwrap());
     }
-    assert!(logs.contains("env combination: FIXED=yes;FOO=a\n"), "{logs}");
-    assert!(logs.contains("env combination: FIXED=yes;FOO=b c; $(echo no)\n"), "verbatim: {logs}");
+    assert!(
+        logs.contains("env combination: FIXED=yes;FOO=a\n"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("env combination: FIXED=yes;FOO=b c; $(echo no)\n"),
+        "verbatim: {logs}"
+    );
     let rows = Rows::read(&out);
     assert_eq!(rows.rows.len(), 10);
     let env_col = rows.col("env");
@@ -174,7 +275,13 @@ fn slow_sweep(dir: &Path) -> PathBuf {
 }
 
 fn resume(out: &Path, extra: &[&str]) -> Output {
-    bin().args(["run", "--resume"]).arg(out).args(extra).arg("--quiet").output().unwrap()
+    bin()
+        .args(["run", "--resume"])
+        .arg(out)
+        .args(extra)
+        .arg("--quiet")
+        .output()
+        .unwrap()
 }
 
 fn spawn_run(sweep: &Path, out: &Path, fault: &str) -> Child {
@@ -199,7 +306,9 @@ fn rows_by_id(out: &Path) -> HashMap<String, Vec<String>> {
     // Read only whole lines: the supervisor may have died mid-row.
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
-    let mut rdr = csv::ReaderBuilder::new().flexible(true).from_reader(whole.as_bytes());
+    let mut rdr = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(whole.as_bytes());
     let mut m = HashMap::new();
     for r in rdr.records().flatten() {
         if r.len() > 30 {
@@ -216,7 +325,14 @@ fn kill_9_at_random_moments_then_resume_keeps_every_result_exactly_once() {
     // How long an undisturbed run takes, to spread the kills over it.
     let full = tmp.path().join("full");
     let t = Instant::now();
-    let o = bin().args(["run"]).arg(&s).arg("--out").arg(&full).arg("--quiet").output().unwrap();
+    let o = bin()
+        .args(["run"])
+        .arg(&s)
+        .arg("--out")
+        .arg(&full)
+        .arg("--quiet")
+        .output()
+        .unwrap();
     assert!(o.status.success());
     let span = t.elapsed().as_millis() as u64;
     let all_ids: HashSet<String> = Rows::read(&full).ids().into_iter().collect();
@@ -225,7 +341,9 @@ fn kill_9_at_random_moments_then_resume_keeps_every_result_exactly_once() {
     let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
     let mut interrupted_seen = 0;
     for trial in 0..20 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let delay = (seed >> 33) % span.max(1);
         let out = tmp.path().join(format!("trial{trial}"));
         let mut child = spawn_run(&s, &out, "");
@@ -234,25 +352,45 @@ fn kill_9_at_random_moments_then_resume_keeps_every_result_exactly_once() {
         unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
         let _ = child.wait();
         let before = rows_by_id(&out);
-        if !out.join("manifest.json").exists() {
-            // Killed before the run directory was complete enough to resume: nothing was lost.
-            assert!(before.is_empty());
+        if !out.exists() {
+            // Killed while the run directory was still being staged: nothing ran, nothing is lost.
             continue;
         }
+        assert!(
+            out.join("manifest.json").exists() && out.join("results.csv").exists(),
+            "trial {trial}: a run directory is never half-made"
+        );
         let o = resume(&out, &[]);
-        assert!(o.status.success(), "trial {trial} (kill at {delay} ms): {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "trial {trial} (kill at {delay} ms): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let rows = Rows::read(&out);
         let ids = rows.ids();
         let unique: HashSet<String> = ids.iter().cloned().collect();
-        assert_eq!(ids.len(), unique.len(), "trial {trial}: a unit appears twice");
+        assert_eq!(
+            ids.len(),
+            unique.len(),
+            "trial {trial}: a unit appears twice"
+        );
         assert_eq!(unique, all_ids, "trial {trial}: every unit has a result");
         let after = rows_by_id(&out);
         for (id, row) in &before {
-            assert_eq!(after.get(id), Some(row), "trial {trial}: a finished result changed or was lost");
+            assert_eq!(
+                after.get(id),
+                Some(row),
+                "trial {trial}: a finished result changed or was lost"
+            );
         }
         let st = rows.col("status");
         interrupted_seen += rows.rows.iter().filter(|r| r[st] == "interrupted").count();
-        assert!(rows.rows.iter().all(|r| r[st] == "ok" || r[st] == "interrupted"), "trial {trial}");
+        assert!(
+            rows.rows
+                .iter()
+                .all(|r| r[st] == "ok" || r[st] == "interrupted"),
+            "trial {trial}"
+        );
     }
     eprintln!("units recorded interrupted over 20 trials: {interrupted_seen}");
 }
@@ -279,7 +417,10 @@ fn a_torn_last_row_is_repaired_and_interrupted_units_rerun_on_request() {
     assert_eq!(rows.rows.len(), 5);
     let last = rows.by("bytes", "1024");
     // The journal's last phase for it was timing (`run`): that is where it is said to have stopped.
-    assert_eq!((last["status"].as_str(), last["phase"].as_str()), ("interrupted", "run"));
+    assert_eq!(
+        (last["status"].as_str(), last["phase"].as_str()),
+        ("interrupted", "run")
+    );
 
     // Run it again when asked to: cut it out of the results, mark it unfinished, retry.
     std::fs::write(&csv_path, &text[..text.trim_end().rfind('\n').unwrap() + 1]).unwrap();
@@ -295,7 +436,10 @@ fn a_run_directory_in_use_is_refused() {
     let s = sweep(tmp.path(), "");
     let out = tmp.path().join("run");
     assert!(run_with_fault(&s, &out, "").status.success());
-    let lock = std::fs::File::options().write(true).open(out.join("run.lock")).unwrap();
+    let lock = std::fs::File::options()
+        .write(true)
+        .open(out.join("run.lock"))
+        .unwrap();
     lock.try_lock().unwrap();
     let o = resume(&out, &[]);
     assert_eq!(o.status.code(), Some(2));
@@ -322,9 +466,16 @@ fn first_ctrl_c_finishes_the_running_unit_and_the_run_resumes() {
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130));
     let rows = Rows::read(&out);
-    assert!(!rows.rows.is_empty() && rows.rows.len() < 5, "stopped early: {} rows", rows.rows.len());
+    assert!(
+        !rows.rows.is_empty() && rows.rows.len() < 5,
+        "stopped early: {} rows",
+        rows.rows.len()
+    );
     let st_col = rows.col("status");
-    assert!(rows.rows.iter().all(|r| r[st_col] == "ok"), "the running unit finished, not killed");
+    assert!(
+        rows.rows.iter().all(|r| r[st_col] == "ok"),
+        "the running unit finished, not killed"
+    );
     let m = rocsweep::results::manifest::read(&out).unwrap();
     assert_eq!(m.stopped.as_deref(), Some("interrupted by Ctrl-C"));
     let o = resume(&out, &[]);
@@ -344,9 +495,16 @@ fn second_ctrl_c_kills_a_hanging_worker_and_leaves_a_resumable_run() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t = Instant::now();
     let st = child.wait().unwrap();
-    assert!(t.elapsed() < Duration::from_secs(10), "the hanging unit did not hold the run");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "the hanging unit did not hold the run"
+    );
     assert_eq!(st.code(), Some(130));
-    assert_eq!(Rows::read(&out).rows.len(), 1, "only the unit before the hang");
+    assert_eq!(
+        Rows::read(&out).rows.len(),
+        1,
+        "only the unit before the hang"
+    );
     let o = resume(&out, &[]);
     assert!(o.status.success());
     let rows = Rows::read(&out);

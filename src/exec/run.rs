@@ -161,17 +161,20 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
 
     let resuming = old_manifest.is_some();
-    if !resuming {
-        rundir::check_free(&dir).map_err(|e| CmdError::BadInput(e.to_string()))?;
-    }
     let io = |what: &str, e: std::io::Error| {
         CmdError::Failure(format!("{}: {what}: {e}", dir.display()))
     };
-    if !resuming {
-        rundir::create(&dir).map_err(|e| CmdError::Failure(e.to_string()))?;
-    }
-    let _lock = lock(&dir)?;
-    let logs = dir.join("workers");
+    // A new run is built in a staging directory and renamed into place once its manifest and
+    // CSV header exist, so a run directory is never half-made.
+    let (work_dir, mut lock_file) = if resuming {
+        (dir.clone(), Some(lock(&dir)?))
+    } else {
+        rundir::check_free(&dir).map_err(|e| CmdError::BadInput(e.to_string()))?;
+        let staging = rundir::staging_path(&dir);
+        rundir::create(&staging).map_err(|e| CmdError::Failure(e.to_string()))?;
+        (staging, None)
+    };
+    let logs = work_dir.join("workers");
     std::fs::create_dir_all(&logs).map_err(|e| io("creating workers/", e))?;
 
     let interrupts = interrupts();
@@ -238,7 +241,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         man.finished_at = None;
         man.stopped = None;
     }
-    manifest::write(&dir, &man).map_err(|e| io("writing manifest.json", e))?;
+    manifest::write(&work_dir, &man).map_err(|e| io("writing manifest.json", e))?;
+    if !resuming {
+        ResultsWriter::create(&work_dir.join("results.csv"), sweep.op)
+            .map_err(|e| io("creating results.csv", e))?;
+        rundir::publish(&work_dir, &dir).map_err(|e| io("renaming the staging directory", e))?;
+        sup.logs_moved_to(dir.join("workers"));
+        lock_file = Some(lock(&dir)?);
+    }
+    let _lock = lock_file;
 
     // What is already done: rows in results.csv (repaired) and units the journal finished.
     let csv_path = dir.join("results.csv");

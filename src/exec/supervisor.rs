@@ -300,6 +300,16 @@ impl Supervisor {
         false
     }
 
+    /// The run directory was renamed into place: worker logs now live under `logs`.
+    pub fn logs_moved_to(&mut self, logs: PathBuf) {
+        if let Some((_, w)) = self.current.as_mut()
+            && let Some(name) = w.log.file_name()
+        {
+            w.log = logs.join(name);
+        }
+        self.logs = logs;
+    }
+
     /// Ends the current worker politely.
     pub fn shutdown(&mut self) {
         if let Some((_, w)) = self.current.take() {

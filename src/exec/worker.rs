@@ -100,8 +100,16 @@ pub fn main(backend_name: &str) -> i32 {
         }
     });
 
-    send(&out, &Event::Phase { phase: "init".into() });
-    eprintln!("rocsweep worker pid {} backend {backend_name}", std::process::id());
+    send(
+        &out,
+        &Event::Phase {
+            phase: "init".into(),
+        },
+    );
+    eprintln!(
+        "rocsweep worker pid {} backend {backend_name}",
+        std::process::id()
+    );
     if let Err(msg) = check_env_combo() {
         send(&out, &Event::Fatal { message: msg });
         return 2;
@@ -274,14 +282,22 @@ fn flatten(v: &serde_json::Value, out: &mut Vec<String>) {
 pub const ENV_COMBO: &str = "ROCSWEEP_ENV_COMBO";
 
 fn check_env_combo() -> Result<(), String> {
-    let Ok(key) = std::env::var(ENV_COMBO) else { return Ok(()) };
-    eprintln!("env combination: {}", if key.is_empty() { "(none)" } else { &key });
+    let Ok(key) = std::env::var(ENV_COMBO) else {
+        return Ok(());
+    };
+    eprintln!(
+        "env combination: {}",
+        if key.is_empty() { "(none)" } else { &key }
+    );
     for pair in key.split(';').filter(|p| !p.is_empty()) {
         let (name, want) = pair.split_once('=').unwrap_or((pair, ""));
         match std::env::var(name) {
             Ok(got) if got == want => {}
             other => {
-                return Err(format!("worker environment has {name}={:?}, the env combination says {want:?}", other.ok()));
+                return Err(format!(
+                    "worker environment has {name}={:?}, the env combination says {want:?}",
+                    other.ok()
+                ));
             }
         }
     }

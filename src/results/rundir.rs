@@ -39,3 +39,20 @@ pub fn create(dir: &Path) -> Result<(), RunDirError> {
     check_free(dir)?;
     std::fs::create_dir_all(dir).map_err(|e| RunDirError::Create(dir.to_path_buf(), e))
 }
+
+/// A hidden sibling of `dir` where a new run is assembled before it is renamed into place.
+pub fn staging_path(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".into());
+    dir.with_file_name(format!(".{name}.staging-{}", std::process::id()))
+}
+
+/// Moves a staged run into place. `dir` may exist only as an empty directory.
+pub fn publish(staging: &Path, dir: &Path) -> std::io::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir(dir)?;
+    }
+    std::fs::rename(staging, dir)
+}
