@@ -1,6 +1,6 @@
-//! The journal: an append-only record of units started and finished, each line flushed and
-//! fsynced before the supervisor goes on, so a run survives its supervisor, its worker, or the
-//! whole machine going down. `--resume` reads it back.
+//! The journal: an append-only record of units started and finished, so a run survives its
+//! supervisor, its worker, or the whole machine going down. `started` is fsynced before a unit is
+//! sent; `finished` follows the unit's fsynced row in results.csv. `--resume` reads both back.
 
 use crate::results::status::Status;
 use serde::{Deserialize, Serialize};
@@ -65,13 +65,15 @@ impl Journal {
         )
     }
 
+    /// Not fsynced: the caller has already fsynced the unit's row in results.csv, which is the
+    /// durable record of a finished unit (resume counts rows, and journals any it finds).
     pub fn finished(&mut self, unit: &str, status: Status) -> std::io::Result<()> {
         self.write(
             &Record::Finished {
                 unit: unit.into(),
                 status,
             },
-            true,
+            false,
         )
     }
 }

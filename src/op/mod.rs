@@ -338,9 +338,22 @@ impl Case {
 /// Canonical text of a case: `op;name=value;...` in `params()` order. Hashing this text gives the
 /// case id, so the id is the same on every machine and in every run.
 pub fn canonical_text(op: OpKind, values: &[Value]) -> String {
-    let mut s = String::from(op.name());
+    // Built with pushes rather than `format!`: expansion makes one of these per case.
+    let mut s = String::with_capacity(160);
+    s.push_str(op.name());
+    let mut ints = itoa::Buffer::new();
     for (def, v) in op.params().iter().zip(values) {
-        let _ = write!(s, ";{}={}", def.name, v);
+        s.push(';');
+        s.push_str(def.name);
+        s.push('=');
+        match v {
+            Value::Int(i) => s.push_str(ints.format(*i)),
+            Value::Str(t) => s.push_str(t),
+            Value::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+            Value::Float(_) => {
+                let _ = write!(s, "{v}");
+            }
+        }
     }
     s
 }
