@@ -84,22 +84,24 @@ impl ParamDef {
                     ))
                 }
             }
-            (ParamKind::DType(types), Value::Str(s)) => match DType::parse(s) {
-                Some(d) if types.contains(&d) => Ok(()),
-                _ => Err(format!(
-                    "unknown {} `{s}` for this parameter, expected one of: {}",
-                    if DType::parse(s).is_some() {
-                        "(here unsupported) dtype"
-                    } else {
-                        "dtype"
-                    },
-                    types
-                        .iter()
-                        .map(|d| d.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            },
+            (ParamKind::DType(types), Value::Str(s)) => {
+                let allowed = types
+                    .iter()
+                    .map(|d| d.name())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match DType::parse(s) {
+                    Some(d) if types.contains(&d) => Ok(()),
+                    Some(_) => Err(format!(
+                        "dtype `{s}` is not allowed for `{}`, expected one of: {allowed}",
+                        self.name
+                    )),
+                    None => Err(format!(
+                        "unknown dtype `{s}` for `{}`, expected one of: {allowed}",
+                        self.name
+                    )),
+                }
+            }
             (kind, v) => Err(format!(
                 "`{}` expects {}, found {}",
                 self.name,

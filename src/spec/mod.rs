@@ -256,8 +256,20 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             let f = Filter::compile(&text, base.unwrap_or(item.span().start), &resolve).map_err(
                 |(span, msg)| {
                     let span = if base.is_some() { span } else { item.span() };
+                    let not_varied = msg
+                        .strip_prefix("filter names unknown axis `")
+                        .and_then(|r| r.strip_suffix('`'))
+                        .filter(|name| slot_of(op, name).is_some())
+                        .map(str::to_string);
+                    let msg = match &not_varied {
+                        Some(name) => format!(
+                            "filter names `{name}`, a parameter of {} that this sweep does not vary; filters can only name axes",
+                            op.name()
+                        ),
+                        None => msg,
+                    };
                     let mut e = cx.err(span, msg.clone());
-                    if msg.starts_with("filter names unknown axis") {
+                    if msg.starts_with("filter names") {
                         let names: Vec<&str> = axis_slots.iter().map(|(n, _)| n.as_str()).collect();
                         e = e.with_help(if names.is_empty() {
                             "the sweep has no axes; a filter can only name axes it varies".into()
@@ -312,7 +324,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
                 cx.err(
                     key.span(),
                     format!(
-                        "unknown key `{}` in [limits], expected one of: {}, grace",
+                        "unknown key `{}` at [limits], expected one of: {}, grace",
                         key.get_ref(),
                         policy::PHASES.join(", ")
                     ),
