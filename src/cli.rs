@@ -51,7 +51,35 @@ pub enum Command {
         /// With --resume: run again units that were started and never finished (else `interrupted`).
         #[arg(long, requires = "resume")]
         retry_interrupted: bool,
+        /// Do not write the report (plots, report.html, summary.md) at the end of the run.
+        #[arg(long)]
+        no_report: bool,
     },
+    /// Draw plots and write report.html and summary.md for a run directory.
+    Report { run_dir: PathBuf },
+    /// Compare two runs of the same sweep unit by unit (e.g. two ROCm releases on one card).
+    Compare {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        /// Where compare.csv, compare.md and the ratio plot go (default: RUN_B/compare-<name of RUN_A>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Compare runs of different sweeps anyway (only units with the same id are matched).
+        #[arg(long)]
+        force: bool,
+        /// Exit with code 3 when a unit got worse (ok -> failure, or slower beyond the noise).
+        #[arg(long, value_parser = ["regression"])]
+        fail_on: Option<String>,
+    },
+    /// Rank a sweep's env combinations and describe where each is safe; writes a shell profile.
+    Recommend {
+        run_dir: PathBuf,
+        /// Where recommend.md and the profile go (default: RUN_DIR).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Print a stand-alone reproduction of one unit (environment, vendor tool command, rocsweep command).
+    Repro { run_dir: PathBuf, unit_id: String },
     /// Runs units for a supervisor over stdin/stdout (internal).
     #[command(hide = true)]
     Worker {

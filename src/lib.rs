@@ -4,15 +4,18 @@
 //! cases into units (case x solver x env combination), a [`backend`] runs each unit, the result
 //! is verified ([`verify`]) and timed ([`timing`]), and [`results`] writes the run directory.
 
+pub mod analyze;
 pub mod backend;
 pub mod build_info;
 pub mod cli;
 pub mod commands;
 pub mod cpu;
 pub mod dtype;
+pub mod error;
 pub mod exec;
 pub mod exit;
 pub mod op;
+pub mod report;
 pub mod results;
 // Sweep errors carry their source text and span for rendering; they are the cold path.
 #[allow(clippy::result_large_err)]

@@ -31,6 +31,7 @@ fn main() {
             fail_on_failure,
             resume,
             retry_interrupted,
+            no_report,
         } => {
             let opts = RunOptions {
                 sweep,
@@ -46,11 +47,72 @@ fn main() {
                 retry_interrupted,
                 worker_exe: None,
             };
-            match run::run(&opts) {
+            let result = run::run(&opts);
+            if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
+                && !no_report
+            {
+                match rocsweep::report::write(dir) {
+                    Ok(files) if !quiet => {
+                        if let Some(html) = files
+                            .iter()
+                            .find(|f| f.extension().is_some_and(|e| e == "html"))
+                        {
+                            println!("report: {}", html.display());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        eprintln!("warning: the run finished but its report was not written: {e}")
+                    }
+                }
+            }
+            match result {
                 Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
                 Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
                 Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
                 Ok(_) => exit::OK,
+                Err(e) => report(e),
+            }
+        }
+        Command::Report { run_dir } => match rocsweep::report::write(&run_dir) {
+            Ok(files) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
+                exit::OK
+            }
+            Err(e) => report(e),
+        },
+        Command::Compare {
+            run_a,
+            run_b,
+            out,
+            force,
+            fail_on,
+        } => {
+            match rocsweep::analyze::compare::command(
+                &run_a,
+                &run_b,
+                out.as_deref(),
+                force,
+                fail_on.is_some(),
+            ) {
+                Ok(code) => code,
+                Err(e) => report(e),
+            }
+        }
+        Command::Recommend { run_dir, out } => {
+            match rocsweep::analyze::recommend::command(&run_dir, out.as_deref()) {
+                Ok(()) => exit::OK,
+                Err(e) => report(e),
+            }
+        }
+        Command::Repro { run_dir, unit_id } => {
+            match rocsweep::analyze::repro::command(&run_dir, &unit_id) {
+                Ok(text) => {
+                    print!("{text}");
+                    exit::OK
+                }
                 Err(e) => report(e),
             }
         }

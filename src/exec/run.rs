@@ -14,7 +14,7 @@ use crate::results::manifest::{self, Host, Manifest, SweepInfo};
 use crate::results::rundir;
 use crate::results::status::Status;
 use crate::results::summary::Summary;
-use crate::spec::{self, Sweep, error::SpecError};
+use crate::spec::{self, Sweep};
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -44,23 +44,7 @@ pub struct RunOptions {
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
 
-/// Why a command stopped; `main` maps these to exit codes.
-#[derive(Debug, thiserror::Error)]
-pub enum CmdError {
-    #[error("{}", .0.render())]
-    Spec(Box<SpecError>),
-    /// Bad CLI value or run directory: nothing was written.
-    #[error("error: {0}")]
-    BadInput(String),
-    #[error("error: {0}")]
-    Failure(String),
-}
-
-impl From<SpecError> for CmdError {
-    fn from(e: SpecError) -> Self {
-        CmdError::Spec(Box::new(e))
-    }
-}
+pub use crate::error::CmdError;
 
 /// Why a run ended before its last unit.
 #[derive(Clone, Debug, PartialEq)]

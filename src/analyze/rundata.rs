@@ -1,0 +1,179 @@
+//! A run directory read back: the manifest and typed rows of results.csv. Every problem is a
+//! message that names the file (and row and column) that is wrong.
+
+use crate::error::CmdError;
+use crate::results::csv::FIXED_COLUMNS;
+use crate::results::manifest::{self, Manifest};
+use crate::results::status::Status;
+use std::path::{Path, PathBuf};
+
+/// One row of results.csv.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub unit_id: String,
+    pub case_id: String,
+    pub op: String,
+    pub backend: String,
+    pub device: String,
+    pub solver: String,
+    pub env: String,
+    pub status: Status,
+    pub phase: String,
+    pub error: String,
+    pub reference: String,
+    pub max_abs_err: Option<f64>,
+    pub max_rel_err: Option<f64>,
+    pub first_call_ms: Option<f64>,
+    pub median_ms: Option<f64>,
+    pub p10_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub samples: Option<u64>,
+    pub gflops: Option<f64>,
+    pub gbps: Option<f64>,
+    pub workspace_bytes: Option<u64>,
+    pub flops: Option<f64>,
+    pub bytes: Option<f64>,
+    /// The op's parameters, in CSV column order: (name, value as written).
+    pub params: Vec<(String, String)>,
+}
+
+impl Row {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A numeric parameter, if it is one.
+    pub fn param_f64(&self, name: &str) -> Option<f64> {
+        self.param(name)?.parse().ok()
+    }
+
+    /// `k=v;...` of the parameters (the case's canonical text without the op name).
+    pub fn params_text(&self) -> String {
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunData {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// Names of the parameter columns (after the fixed columns), in order.
+    pub param_names: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+impl RunData {
+    /// Loads a run directory; a missing or malformed file is bad input (exit code 2).
+    pub fn load(dir: &Path) -> Result<RunData, CmdError> {
+        if !dir.is_dir() {
+            return Err(CmdError::BadInput(format!(
+                "{}: not a run directory (no such directory)",
+                dir.display()
+            )));
+        }
+        let manifest = manifest::read(dir).map_err(CmdError::BadInput)?;
+        let path = dir.join("results.csv");
+        let mut rdr = csv::Reader::from_path(&path)
+            .map_err(|e| CmdError::BadInput(format!("{}: {e}", path.display())))?;
+        let header: Vec<String> = rdr
+            .headers()
+            .map_err(|e| CmdError::BadInput(format!("{}: header: {e}", path.display())))?
+            .iter()
+            .map(String::from)
+            .collect();
+        for (i, want) in FIXED_COLUMNS.iter().enumerate() {
+            if header.get(i).map(String::as_str) != Some(want) {
+                return Err(CmdError::BadInput(format!(
+                    "{}: column {} should be `{want}`, found `{}` (not a rocsweep results.csv, or another version)",
+                    path.display(),
+                    i + 1,
+                    header.get(i).map(String::as_str).unwrap_or("")
+                )));
+            }
+        }
+        let param_names: Vec<String> = header[FIXED_COLUMNS.len()..].to_vec();
+        let col = |name: &str| FIXED_COLUMNS.iter().position(|c| *c == name).unwrap_or(0);
+        let mut rows = Vec::new();
+        for (i, rec) in rdr.records().enumerate() {
+            let line = i + 2;
+            let rec = rec
+                .map_err(|e| CmdError::BadInput(format!("{}: line {line}: {e}", path.display())))?;
+            if rec.len() != header.len() {
+                return Err(CmdError::BadInput(format!(
+                    "{}: line {line}: {} fields, the header has {}",
+                    path.display(),
+                    rec.len(),
+                    header.len()
+                )));
+            }
+            let text = |name: &str| rec.get(col(name)).unwrap_or("").to_string();
+            let num = |name: &str| -> Result<Option<f64>, CmdError> {
+                let s = rec.get(col(name)).unwrap_or("");
+                if s.is_empty() {
+                    return Ok(None);
+                }
+                s.parse::<f64>().map(Some).map_err(|_| {
+                    CmdError::BadInput(format!(
+                        "{}: line {line}, column `{name}`: expected a number, found `{s}`",
+                        path.display()
+                    ))
+                })
+            };
+            let status_text = text("status");
+            let status = Status::parse(&status_text).ok_or_else(|| {
+                CmdError::BadInput(format!(
+                    "{}: line {line}, column `status`: unknown status `{status_text}`",
+                    path.display()
+                ))
+            })?;
+            rows.push(Row {
+                unit_id: text("unit_id"),
+                case_id: text("case_id"),
+                op: text("op"),
+                backend: text("backend"),
+                device: text("device"),
+                solver: text("solver"),
+                env: text("env"),
+                status,
+                phase: text("phase"),
+                error: text("error"),
+                reference: text("reference"),
+                max_abs_err: num("max_abs_err")?,
+                max_rel_err: num("max_rel_err")?,
+                first_call_ms: num("first_call_ms")?,
+                median_ms: num("median_ms")?,
+                p10_ms: num("p10_ms")?,
+                p90_ms: num("p90_ms")?,
+                samples: num("samples")?.map(|v| v as u64),
+                gflops: num("gflops")?,
+                gbps: num("gbps")?,
+                workspace_bytes: num("workspace_bytes")?.map(|v| v as u64),
+                flops: num("flops")?,
+                bytes: num("bytes")?,
+                params: param_names
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| {
+                        (
+                            n.clone(),
+                            rec.get(FIXED_COLUMNS.len() + j).unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect(),
+            });
+        }
+        Ok(RunData {
+            dir: dir.to_path_buf(),
+            manifest,
+            param_names,
+            rows,
+        })
+    }
+}
