@@ -4,9 +4,10 @@
 //! with `ROCSWEEP_`, so only the environment of the `rocsweep` process itself can set it.
 //!
 //! Syntax: rules separated by `;`, each `MATCH:ACTION@PHASE`, where MATCH is `*`, `probe` (the
-//! health probe), or `name=value` (a parameter of the unit's case, or `solver=...`), ACTION is
-//! `hang`, `segv`, `abort` or `exit`, and PHASE is enumerate, alloc, compile, run or verify.
-//! Example: `c_in=16:hang@compile;c_in=32:segv@run`.
+//! health probe), or conditions joined by `&`, each `name=value` (a parameter of the unit's case,
+//! or `solver=...`) or `env.NAME=value` (the worker's own environment, i.e. its env
+//! combination); ACTION is `hang`, `segv`, `abort` or `exit`; PHASE is enumerate, alloc,
+//! compile, run or verify. Example: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`.
 
 pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
 
@@ -74,9 +75,17 @@ impl Faults {
                 r.phase == phase
                     && (r.matcher == "*"
                         || r.matcher == canonical
-                        || (canonical != "probe" && canonical.split(';').any(|kv| kv == r.matcher)))
+                        || (canonical != "probe"
+                            && r.matcher.split('&').all(|cond| holds(cond, canonical))))
             })
             .map(|r| r.action.clone())
+    }
+}
+
+fn holds(cond: &str, canonical: &str) -> bool {
+    match cond.strip_prefix("env.").and_then(|c| c.split_once('=')) {
+        Some((name, want)) => std::env::var(name).is_ok_and(|v| v == want),
+        None => canonical.split(';').any(|kv| kv == cond),
     }
 }
 
@@ -114,5 +123,13 @@ mod tests {
         assert_eq!(f.action("probe", "run"), Some(Action::Segv));
         assert_eq!(f.action("probe", "compile"), None);
         assert_eq!(f.action(unit, "verify"), Some(Action::Abort));
+        let both =
+            Faults::parse("c_in=16&h=8:exit@run;c_in=16&env.PATH_THAT_IS_NOT_SET_X=1:hang@run");
+        assert_eq!(both.action(unit, "run"), Some(Action::Exit));
+        assert_eq!(
+            both.action("conv2d;c_in=16;h=9", "run"),
+            None,
+            "every condition must hold"
+        );
     }
 }
