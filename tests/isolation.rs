@@ -431,6 +431,26 @@ fn a_torn_last_row_is_repaired_and_interrupted_units_rerun_on_request() {
 }
 
 #[test]
+fn a_row_lost_from_results_csv_is_restored_from_the_journal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "");
+    let out = tmp.path().join("run");
+    assert!(run_with_fault(&s, &out, "").status.success());
+    let csv_path = out.join("results.csv");
+    let text = std::fs::read_to_string(&csv_path).unwrap();
+    // The journal's fsynced `finished` line holds the row; results.csv lost it (page cache).
+    let without_last = &text[..text.trim_end().rfind('\n').unwrap() + 1];
+    std::fs::write(&csv_path, without_last).unwrap();
+    let o = resume(&out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&csv_path).unwrap(),
+        text,
+        "the very same row is back"
+    );
+}
+
+#[test]
 fn a_run_directory_in_use_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path(), "");

@@ -1,10 +1,11 @@
-//! The journal: an append-only record of units started and finished, so a run survives its
-//! supervisor, its worker, or the whole machine going down. `started` is fsynced before a unit is
-//! sent; `finished` follows the unit's fsynced row in results.csv. `--resume` reads both back.
+//! The journal: an append-only record of units started and finished, each line flushed and
+//! fsynced, so a run survives its supervisor, its worker, or the whole machine going down.
+//! `started` is written before a unit is sent; `finished` carries the unit's CSV row and is
+//! written before that row goes to results.csv. `--resume` reads it back.
 
 use crate::results::status::Status;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -22,9 +23,12 @@ pub enum Record {
         unit: String,
         phase: String,
     },
+    /// The unit's result: its results.csv row, so a row lost with the page cache can be restored.
     Finished {
         unit: String,
         status: Status,
+        #[serde(default)]
+        row: Vec<String>,
     },
 }
 
@@ -65,15 +69,16 @@ impl Journal {
         )
     }
 
-    /// Not fsynced: the caller has already fsynced the unit's row in results.csv, which is the
-    /// durable record of a finished unit (resume counts rows, and journals any it finds).
-    pub fn finished(&mut self, unit: &str, status: Status) -> std::io::Result<()> {
+    /// Fsynced, with the unit's CSV row: this line is the durable record of the result, written
+    /// before the row goes to results.csv.
+    pub fn finished(&mut self, unit: &str, status: Status, row: &[String]) -> std::io::Result<()> {
         self.write(
             &Record::Finished {
                 unit: unit.into(),
                 status,
+                row: row.to_vec(),
             },
-            false,
+            true,
         )
     }
 }
@@ -81,7 +86,8 @@ impl Journal {
 /// What a journal says about a run so far.
 #[derive(Debug, Default)]
 pub struct State {
-    pub finished: HashSet<String>,
+    /// Finished units and their CSV rows.
+    pub finished: HashMap<String, Vec<String>>,
     /// Units started and never finished, with the last phase seen.
     pub unfinished: HashMap<String, String>,
 }
@@ -98,7 +104,7 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
         let line = line?;
         match serde_json::from_str::<Record>(&line) {
             Ok(Record::Started { unit }) => {
-                if !st.finished.contains(&unit) {
+                if !st.finished.contains_key(&unit) {
                     st.unfinished.insert(unit, String::new());
                 }
             }
@@ -107,9 +113,9 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
                     *p = phase;
                 }
             }
-            Ok(Record::Finished { unit, .. }) => {
+            Ok(Record::Finished { unit, row, .. }) => {
                 st.unfinished.remove(&unit);
-                st.finished.insert(unit);
+                st.finished.insert(unit.clone(), row);
             }
             Err(_) => {}
         }

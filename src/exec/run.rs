@@ -243,13 +243,17 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .collect();
     let state = journal::read(&dir).map_err(|e| io("reading the journal", e))?;
     let mut journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
-    for id in in_csv.difference(&state.finished) {
-        // The row was written but the supervisor died before journaling it: the row counts.
-        journal
-            .finished(id, Status::Ok)
-            .map_err(|e| io("writing the journal", e))?;
-    }
     let mut csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
+    // A result the journal holds but results.csv lost (the row was still in the page cache when
+    // the machine went down): restore the row from the journal.
+    let mut in_csv = in_csv;
+    for (id, row) in &state.finished {
+        if !in_csv.contains(id) && !row.is_empty() {
+            csv.append(row)
+                .map_err(|e| io("restoring a row to results.csv", e))?;
+            in_csv.insert(id.clone());
+        }
+    }
 
     let mut summary = Summary::default();
     if resuming {
@@ -487,9 +491,9 @@ impl Ctx<'_> {
             device: &self.device,
             env: u.env_key,
         };
-        self.csv.append(&rcsv::record(&key, &out))?;
-        self.csv.sync()?;
-        self.journal.finished(u.id, out.status)?;
+        let row = rcsv::record(&key, &out);
+        self.journal.finished(u.id, out.status, &row)?;
+        self.csv.append(&row)?;
         self.done.insert(u.id.to_string());
         let describe = || describe_unit(u.case, u.solver, u.env_key);
         self.summary.add(out.status, u.id, describe, &out.error);
