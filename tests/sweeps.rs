@@ -1,0 +1,64 @@
+//! Every sweep in sweeps/ loads, and every CPU sweep runs through the binary with the statuses
+//! it is meant to show.
+
+use std::process::Command;
+
+fn sweeps() -> Vec<std::path::PathBuf> {
+    let dir = format!("{}/sweeps", env!("CARGO_MANIFEST_DIR"));
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_ready_sweep_loads() {
+    let all = sweeps();
+    assert!(all.len() >= 6);
+    for p in all {
+        if let Err(e) = rocsweep::spec::load(&p, &[]) {
+            panic!("{}", e.render());
+        }
+    }
+}
+
+#[test]
+fn every_cpu_sweep_runs_and_verifies() {
+    for p in sweeps() {
+        let sweep = rocsweep::spec::load(&p, &[]).unwrap();
+        if sweep.backend != "cpu" || sweep.name == "quickstart" {
+            continue; // quickstart has its own end-to-end test
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+            .args(["run"])
+            .arg(&p)
+            .arg("--out")
+            .arg(&out)
+            .args(["--quiet", "--no-report", "--fail-on-failure"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: {}",
+            p.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+        let st = header.iter().position(|h| h == "status").unwrap();
+        let compute = header.iter().position(|h| h == "compute");
+        for r in &rows {
+            let expected = match compute {
+                Some(c) if r[c] == "f16" => "unsupported",
+                _ => "ok",
+            };
+            assert_eq!(r[st], expected, "{}: {r:?}", p.display());
+        }
+        assert!(!rows.is_empty(), "{}", p.display());
+    }
+}
