@@ -2,6 +2,11 @@
 //! device: comparison of two runs, env-var recommendations, and stand-alone reproductions.
 
 pub mod compare;
+pub mod compare_render;
+pub mod ratio_plot;
 pub mod recommend;
+pub mod recommend_render;
 pub mod repro;
 pub mod rundata;
+pub mod shell;
+pub mod tree;

@@ -2,6 +2,7 @@
 //! output tensor, library error names). Backends know nothing of processes, files or CSV.
 
 pub mod cpu;
+pub mod cuda;
 
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -59,6 +60,24 @@ pub trait Backend {
         inputs: &Inputs,
         phases: &mut dyn PhaseSink,
     ) -> Result<Box<dyn Prepared>, UnitError>;
+
+    /// A reference computed on the device, for problems too large for the CPU reference: the
+    /// values and the name of what computed them. None where the backend has none for the op.
+    fn device_reference(
+        &mut self,
+        _problem: &Problem,
+        _inputs: &Inputs,
+    ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
+        None
+    }
+
+    /// TEST-ONLY (through ROCSWEEP_TEST_FAULT=...:gpuhang@run): launch a device kernel that
+    /// never ends and wait for it. Backends without a device return Unsupported.
+    fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
+        Err(UnitError::Unsupported(
+            "this backend has no device kernels".into(),
+        ))
+    }
 }
 
 /// A problem ready to run: one `run` is one timed execution.
@@ -72,21 +91,35 @@ pub trait Prepared {
     }
     /// Evicts caches before a cold sample; a no-op where the backend has nothing to flush.
     fn flush_cache(&mut self) {}
+    /// How much more rounding error than a direct dot product the algorithm is known to have
+    /// (FFT and Winograd transforms amplify it); multiplies the op's tolerance.
+    fn tolerance_factor(&self) -> f64 {
+        1.0
+    }
 }
 
 /// Solver names every backend in this build knows for an op (for sweep validation).
 pub fn solver_names(op: OpKind) -> Vec<&'static str> {
-    cpu::solver_names(op).to_vec()
+    let mut v = cpu::solver_names(op).to_vec();
+    v.extend(cuda::solver_names(op));
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Backend names this build carries, and whether each is implemented yet.
-pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", false), ("rocm", false)];
+pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", false)];
 
 /// Opens a backend by name (`auto` picks the first available GPU backend, else the CPU).
 pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
     match name {
-        "cpu" | "auto" => Ok(Box::new(cpu::CpuBackend::new())),
-        "cuda" | "rocm" => Err(format!(
+        "cpu" => Ok(Box::new(cpu::CpuBackend::new())),
+        "cuda" => cuda::CudaBackend::open().map(|b| Box::new(b) as Box<dyn Backend>),
+        // The first GPU backend that opens, else the CPU.
+        "auto" => Ok(cuda::CudaBackend::open()
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .unwrap_or_else(|_| Box::new(cpu::CpuBackend::new()))),
+        "rocm" => Err(format!(
             "backend `{name}` is not implemented in rocsweep {} yet; use --backend cpu",
             env!("CARGO_PKG_VERSION")
         )),

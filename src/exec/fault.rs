@@ -6,7 +6,8 @@
 //! Syntax: rules separated by `;`, each `MATCH:ACTION@PHASE`, where MATCH is `*`, `probe` (the
 //! health probe), or conditions joined by `&`, each `name=value` (a parameter of the unit's case,
 //! or `solver=...`) or `env.NAME=value` (the worker's own environment, i.e. its env
-//! combination); ACTION is `hang`, `segv`, `abort` or `exit`; PHASE is enumerate, alloc,
+//! combination); ACTION is `hang`, `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort` or `exit`;
+//! PHASE is enumerate, alloc,
 //! compile, run or verify. Example: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`.
 
 pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
@@ -14,6 +15,8 @@ pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
     Hang,
+    /// A device kernel that never ends (GPU backends); the CPU backend spins instead.
+    GpuHang,
     Segv,
     Abort,
     Exit,
@@ -47,6 +50,7 @@ impl Faults {
                 let (action, phase) = rest.split_once('@')?;
                 let action = match action {
                     "hang" => Action::Hang,
+                    "gpuhang" => Action::GpuHang,
                     "segv" => Action::Segv,
                     "abort" => Action::Abort,
                     "exit" => Action::Exit,
@@ -92,7 +96,7 @@ fn holds(cond: &str, canonical: &str) -> bool {
 /// Carries out a fault for real: spins forever, touches unmapped memory, aborts or exits.
 pub fn trigger(action: Action) {
     match action {
-        Action::Hang => {
+        Action::Hang | Action::GpuHang => {
             let mut x: u64 = 0;
             loop {
                 x = std::hint::black_box(x.wrapping_add(1));

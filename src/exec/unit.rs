@@ -56,7 +56,8 @@ impl Outcome {
 /// another solver or env combination (references cost more than the unit itself on the CPU).
 #[derive(Default)]
 pub struct ReferenceCache {
-    entry: Option<(String, Reference)>,
+    /// (case id, reference, name of the reference)
+    entry: Option<(String, Reference, String)>,
 }
 
 struct Tracker<'a> {
@@ -136,41 +137,59 @@ fn run_inner(
     let ref_gflop = case.problem.reference_flops() / 1e9;
     if !vp.enabled {
         outcome.reference = "none (verification disabled)".into();
-    } else if ref_gflop > vp.max_reference_gflop {
-        outcome.reference = format!(
-            "none (reference needs {ref_gflop:.1} GFLOP > max_reference_gflop {})",
-            vp.max_reference_gflop
-        );
     } else {
         t.phase("verify");
         let output = match prepared.output() {
             Ok(o) => o,
             Err(e) => return classify(e, "verify"),
         };
-        let check = case.problem.check(vp.tolerance_scale);
-        let reference = match &cache.entry {
-            Some((id, r)) if *id == case.id => Some(r.clone()),
-            _ => {
-                let r = case.problem.reference(&inputs);
-                if let Some(r) = &r {
-                    cache.entry = Some((case.id.clone(), r.clone()));
-                }
-                r
+        let check = case
+            .problem
+            .check(vp.tolerance_scale * prepared.tolerance_factor());
+        let cached = match &cache.entry {
+            Some((id, r, name)) if *id == case.id => Some((r.clone(), name.clone())),
+            _ => None,
+        };
+        let found = match cached {
+            Some(hit) => Ok(Some(hit)),
+            None if ref_gflop <= vp.max_reference_gflop => {
+                let name = match check {
+                    verify::Check::Normal { .. } => "statistical",
+                    verify::Check::BitExact => "cpu-exact",
+                    verify::Check::Close(_) => "cpu-f64",
+                };
+                Ok(Some((
+                    case.problem
+                        .reference(&inputs)
+                        .unwrap_or(Reference::Values(Vec::new())),
+                    name.to_string(),
+                )))
             }
+            // Too large for the CPU: a reference kernel on the device, where the backend has one.
+            None => match backend.device_reference(&case.problem, &inputs) {
+                Some(Ok(r)) => Ok(Some(r)),
+                Some(Err(e)) => Err(format!("none (the device reference failed: {e})")),
+                None => Err(format!(
+                    "none (reference needs {ref_gflop:.1} GFLOP > max_reference_gflop {})",
+                    vp.max_reference_gflop
+                )),
+            },
         };
-        outcome.reference = match (&check, &reference) {
-            (verify::Check::Normal { .. }, _) => "statistical".into(),
-            (verify::Check::BitExact, _) => "cpu-exact".into(),
-            _ => "cpu-f64".into(),
-        };
-        let reference = reference.unwrap_or(Reference::Values(Vec::new()));
-        let v = verify::verify(&output, &reference, check);
-        outcome.status = v.verdict.into();
-        if outcome.status != Status::Ok {
-            outcome.phase = "verify".into();
-            outcome.error = v.detail.clone();
+        match found {
+            Ok(Some((reference, name))) => {
+                cache.entry = Some((case.id.clone(), reference.clone(), name.clone()));
+                outcome.reference = name;
+                let v = verify::verify(&output, &reference, check);
+                outcome.status = v.verdict.into();
+                if outcome.status != Status::Ok {
+                    outcome.phase = "verify".into();
+                    outcome.error = v.detail.clone();
+                }
+                outcome.verification = Some(v);
+            }
+            Ok(None) => outcome.reference = "none".into(),
+            Err(why) => outcome.reference = why,
         }
-        outcome.verification = Some(v);
     }
 
     // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.

@@ -175,6 +175,17 @@ pub fn main(backend_name: &str) -> i32 {
                     "{};solver={solver}",
                     canonical_text(case.problem.kind(), &case.values)
                 );
+                if faults.action(&target, "run") == Some(fault::Action::GpuHang) {
+                    send(
+                        &out,
+                        &Event::Phase {
+                            phase: "run".into(),
+                        },
+                    );
+                    let r = backend.test_never_ending_kernel();
+                    eprintln!("test kernel returned: {r:?}");
+                    fault::trigger(fault::Action::Hang);
+                }
                 let mut phases = Phases {
                     out: &out,
                     faults: &faults,

@@ -1,13 +1,69 @@
-//! `rocsweep report RUN_DIR`: plots, report.html and summary.md from a run directory (not
-//! implemented yet).
+//! `rocsweep report RUN_DIR`: plots (PNG and SVG), report.html and summary.md, made from the
+//! run directory alone (results.csv + manifest.json), never from a device.
+//!
+//! Files written into the run directory:
+//! - heatmap.png/.svg: the safe-region map (see `heatmap` for the layout rules)
+//! - throughput.png/.svg: throughput against problem size per solver
+//! - counts.png/.svg: units per status for each env combination
+//! - report.html: everything above in one self-contained page
+//! - summary.md: the same facts in Markdown
 
+mod counts;
+mod draw;
+mod facts;
+mod heatmap;
+mod html;
+mod markdown;
+mod throughput;
+
+use crate::analyze::rundata::RunData;
 use crate::error::CmdError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes the report files into `dir` and returns their paths.
-pub fn write(dir: &Path) -> Result<Vec<std::path::PathBuf>, CmdError> {
-    Err(CmdError::Failure(format!(
-        "{}: `report` is not implemented yet",
-        dir.display()
-    )))
+pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
+    let run = RunData::load(dir)?;
+    draw::ensure_fonts()?;
+    let f = facts::Facts::new(&run);
+    let mut files = Vec::new();
+    let mut plots = Vec::new();
+    let kinds: [(&'static str, PlotFn, String); 3] = [
+        (
+            "Safe region",
+            heatmap::write,
+            "Each cell is one unit (or the worst of several, as the subtitle says); H:phase marks a hang and the phase it hung in.".to_string(),
+        ),
+        (
+            "Status counts",
+            counts::write,
+            "Units per status for each env combination.".to_string(),
+        ),
+        (
+            "Throughput",
+            throughput::write,
+            format!(
+                "{} of the median time against {}: a dot per ok unit, a line per solver (and env combination) through its best dot at each size, a panel per combination of the non-numeric parameters that vary (dtype, direction, ...), the best of all ringed.",
+                f.metric.rate_unit(),
+                f.metric.size_name()
+            ),
+        ),
+    ];
+    for (heading, plot, caption) in kinds {
+        let written = plot(&f, dir)?;
+        if let [png, svg] = written.as_slice() {
+            plots.push(html::Plot {
+                heading,
+                png: png.clone(),
+                svg: svg.clone(),
+                caption,
+            });
+        }
+        files.extend(written);
+    }
+    files.push(html::write(&f, dir, &plots)?);
+    let md = markdown::write(&f, dir, &files)?;
+    files.push(md);
+    Ok(files)
 }
+
+type PlotFn = fn(&facts::Facts, &Path) -> Result<Vec<PathBuf>, CmdError>;

@@ -651,14 +651,22 @@ impl Cx<'_> {
     ) -> Result<Axis, SpecError> {
         let name = key.get_ref().to_string();
         let slot = slot_of(op, &name).ok_or_else(|| {
-            self.err(
+            let e = self.err(
                 key.span(),
                 format!(
                     "unknown axis `{name}` for op {}, expected one of: {}",
                     op.name(),
                     axis_names(op)
                 ),
-            )
+            );
+            if TOP_KEYS.contains(&name.as_str()) {
+                // TOML puts every key after a [table] header into that table.
+                e.with_help(format!(
+                    "`{name}` is a top-level key: move it above the first [table] header"
+                ))
+            } else {
+                e
+            }
         })?;
         if let Some((_, first)) = seen.iter().find(|(n, _)| *n == name) {
             let (line, _) = line_col(self.text, first.start);

@@ -1,0 +1,175 @@
+//! recommend.md and the shell profile from a [`Recommendation`](super::recommend::Recommendation):
+//! text only, no files.
+
+use super::recommend::{PROFILE_NAME, Recommendation};
+use super::shell;
+use super::tree;
+use crate::results::status::Status;
+use std::fmt::Write as _;
+
+/// The shell profile (sourced from /etc/profile.d) with the winning combination.
+pub fn profile(r: &Recommendation) -> String {
+    let mut lines: Vec<String> = vec![
+        format!(
+            "{PROFILE_NAME}: environment recommended by `rocsweep recommend` from run {} (sweep {}, sha256 {}),",
+            r.run_label,
+            r.sweep,
+            r.sha256.get(..12).unwrap_or(&r.sha256)
+        ),
+        format!(
+            "backend {} on {}, host {}, started {}.",
+            r.backend,
+            r.devices.join(", "),
+            r.host,
+            r.started_at
+        ),
+        format!("Install: sudo install -m 644 {PROFILE_NAME} /etc/profile.d/{PROFILE_NAME}"),
+        "It applies to every login shell; on a machine with several GPUs, guard it with a check for this card.".into(),
+    ];
+    let mut exports: Vec<(String, String)> = Vec::new();
+    match r.combos.first() {
+        None => lines.push("The run has no units, so there is nothing to recommend.".into()),
+        Some(best) => {
+            lines.push(String::new());
+            lines.push(format!(
+                "Ranked 1 of {}: {}, {} of {} units ok.",
+                r.combos.len(),
+                best.failure_summary(),
+                best.ok,
+                best.units
+            ));
+            for rule in &best.fail_rules {
+                lines.push(format!("Still {}", rule.text()));
+            }
+            if best.vars.is_empty() {
+                lines.push("The sweep set no environment variables: nothing to export.".into());
+            }
+            for (name, value) in &best.vars {
+                exports.push((r.evidence(name, value), shell::export_line(name, value)));
+            }
+        }
+    }
+    let mut s = String::from("#!/bin/sh\n");
+    for l in lines {
+        let _ = writeln!(
+            s,
+            "#{}{}",
+            if l.is_empty() { "" } else { " " },
+            shell::comment(&l)
+        );
+    }
+    for (why, export) in exports {
+        let _ = writeln!(s, "\n# {}\n{export}", shell::comment(&why));
+    }
+    s
+}
+
+fn fmt_throughput(t: Option<f64>) -> String {
+    t.map_or("-".into(), |v| format!("{v:.2}"))
+}
+
+/// recommend.md.
+pub fn markdown(r: &Recommendation) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Recommend: {}\n", r.run_label);
+    if let Some(best) = r.combos.first() {
+        let _ = writeln!(
+            s,
+            "**Use `{}`**: {}, {} of {} units ok (ranked 1 of {}).\n",
+            r.label(best),
+            best.failure_summary(),
+            best.ok,
+            best.units,
+            r.combos.len()
+        );
+    } else {
+        s.push_str("The run has no units.\n\n");
+    }
+    let _ = writeln!(
+        s,
+        "Run `{}`: sweep {} (sha256 {}), backend {} on {}, host {}, started {}.\n",
+        r.run_label,
+        r.sweep,
+        r.sha256.get(..12).unwrap_or(&r.sha256),
+        r.backend,
+        r.devices.join(", "),
+        r.host,
+        r.started_at
+    );
+
+    s.push_str("## Ranking\n\n");
+    s.push_str(
+        "Fewest failures (hang, crash, mismatch, zeros, nonfinite, error) first, then the most `ok` units, \
+         then the geometric mean throughput over the units that are ok in every combination.\n\n",
+    );
+    let metric = r.metric.unwrap_or("throughput");
+    let _ = writeln!(
+        s,
+        "| rank | combination | units | failures | hang | crash | wrong results | error | ok | geomean {metric} over {} common units |",
+        r.common_units
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for (i, c) in r.combos.iter().enumerate() {
+        let wrong = c.count(Status::Mismatch) + c.count(Status::Zeros) + c.count(Status::Nonfinite);
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} | {} | {} | {wrong} | {} | {} | {} |",
+            i + 1,
+            r.label(c),
+            c.units,
+            c.failures,
+            c.count(Status::Hang),
+            c.count(Status::Crash),
+            c.count(Status::Error),
+            c.ok,
+            fmt_throughput(c.throughput)
+        );
+    }
+
+    s.push_str("\n## Where each combination fails\n\n");
+    let feats = if r.features.is_empty() {
+        "none (no parameter varies)".to_string()
+    } else {
+        r.features.join(", ")
+    };
+    let _ = writeln!(
+        s,
+        "Rules are the leaves of a decision tree (Gini splits on the parameters that vary: {feats}; depth <= {}), \
+         fitted per combination to fails-or-not. `exceptions` counts units in a leaf that disagree with it. \
+         Skipped and interrupted units are left out.\n",
+        tree::MAX_DEPTH
+    );
+    for (i, c) in r.combos.iter().enumerate() {
+        let _ = writeln!(s, "### {}. `{}`\n", i + 1, r.label(c));
+        if c.failures == 0 {
+            let _ = writeln!(
+                s,
+                "No failures in {} units: safe across the whole sweep{}.\n",
+                c.units,
+                if c.ok == c.units {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} ok, the rest unsupported, skipped or interrupted)",
+                        c.ok
+                    )
+                }
+            );
+            continue;
+        }
+        let _ = writeln!(s, "{} in {} units. Fails:\n", c.failure_summary(), c.units);
+        for rule in &c.fail_rules {
+            let _ = writeln!(s, "- {}", rule.text());
+        }
+        if !c.ok_rules.is_empty() {
+            s.push_str("\nSafe:\n\n");
+            for rule in &c.ok_rules {
+                let _ = writeln!(s, "- {}", rule.text());
+            }
+        }
+        s.push('\n');
+    }
+
+    let _ = writeln!(s, "## Profile ({PROFILE_NAME})\n\n```sh\n{}```", profile(r));
+    s
+}

@@ -1,0 +1,349 @@
+//! GEMM through cuBLASLt: the heuristic's list of algorithms for the problem, one unit each
+//! (`lt#<rank>-algo<id>`). Row-major C = op(A) op(B) is computed as the column-major
+//! C^T = op(B)^T op(A)^T, which needs no copies.
+
+use super::buffers::{DevBuf, Gpu, L2Flush, timed, workspace, ws_ptr};
+use crate::backend::{PhaseSink, Prepared, UnitError};
+use crate::dtype::DType;
+use crate::op::gemm::{Gemm, GemmInputs};
+use crate::tensor::HostData;
+use cudarc::cublaslt::{result as r, sys as s};
+use cudarc::driver::{CudaSlice, sys as dsys};
+use std::ffi::c_void;
+
+/// Solver names for validation: `heuristic` (the first), `all`, or `lt#<rank>...` (a pattern).
+pub const NAMES: &[&str] = &["heuristic"];
+
+/// Requested from the heuristic; cuBLASLt rarely returns more than a handful.
+const MAX_ALGOS: usize = 32;
+/// Workspace offered to the heuristic, as frameworks do.
+const WORKSPACE: usize = 64 << 20;
+
+fn lt_err(what: &str, e: r::CublasError) -> UnitError {
+    let code = format!("{:?}", e.0);
+    if code == "CUBLAS_STATUS_NOT_SUPPORTED" {
+        UnitError::Unsupported(format!("{code} ({what})"))
+    } else {
+        UnitError::Library {
+            library: "cublasLt".into(),
+            code,
+            message: what.to_string(),
+        }
+    }
+}
+
+fn data_type(d: DType) -> s::cudaDataType {
+    match d {
+        DType::F16 => s::cudaDataType::CUDA_R_16F,
+        DType::Bf16 => s::cudaDataType::CUDA_R_16BF,
+        _ => s::cudaDataType::CUDA_R_32F,
+    }
+}
+
+/// Handle, descriptors and preference for one problem, destroyed together.
+struct Plan {
+    handle: s::cublasLtHandle_t,
+    desc: s::cublasLtMatmulDesc_t,
+    a: s::cublasLtMatrixLayout_t,
+    b: s::cublasLtMatrixLayout_t,
+    c: s::cublasLtMatrixLayout_t,
+    pref: s::cublasLtMatmulPreference_t,
+}
+
+impl Drop for Plan {
+    fn drop(&mut self) {
+        // SAFETY: each was created by Plan::new and is destroyed once.
+        unsafe {
+            let _ = r::destroy_matmul_pref(self.pref);
+            let _ = r::destroy_matrix_layout(self.a);
+            let _ = r::destroy_matrix_layout(self.b);
+            let _ = r::destroy_matrix_layout(self.c);
+            let _ = r::destroy_matmul_desc(self.desc);
+            let _ = r::destroy_handle(self.handle);
+        }
+    }
+}
+
+fn layout(
+    dt: DType,
+    rows: usize,
+    cols: usize,
+    batch: usize,
+) -> Result<s::cublasLtMatrixLayout_t, UnitError> {
+    let l = r::create_matrix_layout(data_type(dt), rows as u64, cols as u64, rows as i64)
+        .map_err(|e| lt_err("cublasLtMatrixLayoutCreate", e))?;
+    if batch > 1 {
+        let count = batch as i32;
+        let stride = (rows * cols) as i64;
+        // SAFETY: the attribute buffers are live values of the documented types.
+        unsafe {
+            r::set_matrix_layout_attribute(
+                l,
+                s::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                &count as *const i32 as *const c_void,
+                4,
+            )
+            .map_err(|e| lt_err("batch count", e))?;
+            r::set_matrix_layout_attribute(
+                l,
+                s::cublasLtMatrixLayoutAttribute_t::CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                &stride as *const i64 as *const c_void,
+                8,
+            )
+            .map_err(|e| lt_err("batch stride", e))?;
+        }
+    }
+    Ok(l)
+}
+
+impl Plan {
+    fn new(p: &Gemm) -> Result<Plan, UnitError> {
+        let (compute, scale) = match p.compute {
+            DType::Tf32 => (
+                s::cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                s::cudaDataType::CUDA_R_32F,
+            ),
+            DType::F16 => (
+                s::cublasComputeType_t::CUBLAS_COMPUTE_16F,
+                s::cudaDataType::CUDA_R_16F,
+            ),
+            _ => (
+                s::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                s::cudaDataType::CUDA_R_32F,
+            ),
+        };
+        let handle = r::create_handle().map_err(|e| lt_err("cublasLtCreate", e))?;
+        let desc = r::create_matmul_desc(compute, scale)
+            .map_err(|e| lt_err("cublasLtMatmulDescCreate", e))?;
+        // A' = B, B' = A (see the module comment); op T where the stored matrix is transposed.
+        let (op_a, op_b): (i32, i32) = (p.trans_b as i32, p.trans_a as i32);
+        let (ar, ac) = if p.trans_b { (p.k, p.n) } else { (p.n, p.k) };
+        let (br, bc) = if p.trans_a { (p.m, p.k) } else { (p.k, p.m) };
+        let mut plan = Plan {
+            handle,
+            desc,
+            a: layout(p.dtype, ar, ac, p.batch)?,
+            b: layout(p.dtype, br, bc, p.batch)?,
+            c: layout(p.out_dtype, p.n, p.m, p.batch)?,
+            pref: r::create_matmul_pref()
+                .map_err(|e| lt_err("cublasLtMatmulPreferenceCreate", e))?,
+        };
+        let ws = WORKSPACE as u64;
+        // SAFETY: attribute buffers are live values of the documented types.
+        unsafe {
+            r::set_matmul_desc_attribute(
+                plan.desc,
+                s::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
+                &op_a as *const i32 as *const c_void,
+                4,
+            )
+            .map_err(|e| lt_err("TRANSA", e))?;
+            r::set_matmul_desc_attribute(
+                plan.desc,
+                s::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
+                &op_b as *const i32 as *const c_void,
+                4,
+            )
+            .map_err(|e| lt_err("TRANSB", e))?;
+            r::set_matmul_pref_attribute(
+                plan.pref,
+                s::cublasLtMatmulPreferenceAttributes_t::CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                &ws as *const u64 as *const c_void,
+                8,
+            )
+            .map_err(|e| lt_err("workspace preference", e))?;
+        }
+        plan.handle = handle;
+        Ok(plan)
+    }
+
+    fn heuristics(&self) -> Result<Vec<s::cublasLtMatmulHeuristicResult_t>, UnitError> {
+        let mut out: Vec<s::cublasLtMatmulHeuristicResult_t> = Vec::with_capacity(MAX_ALGOS);
+        let mut n = 0i32;
+        // SAFETY: `out` has room for MAX_ALGOS results; `n` says how many were written.
+        unsafe {
+            s::cublasLtMatmulAlgoGetHeuristic(
+                self.handle,
+                self.desc,
+                self.a,
+                self.b,
+                self.c,
+                self.c,
+                self.pref,
+                MAX_ALGOS as i32,
+                out.as_mut_ptr(),
+                &mut n,
+            )
+            .result()
+            .map_err(|e| lt_err("cublasLtMatmulAlgoGetHeuristic", e))?;
+            out.set_len((n.max(0) as usize).min(MAX_ALGOS));
+        }
+        Ok(out
+            .into_iter()
+            .filter(|h| h.state == s::cublasStatus_t::CUBLAS_STATUS_SUCCESS)
+            .collect())
+    }
+}
+
+fn algo_id(h: &s::cublasLtMatmulHeuristicResult_t) -> i32 {
+    let mut id = -1i32;
+    let mut written = 0usize;
+    // SAFETY: reads one i32 attribute of a valid algo into a live i32.
+    unsafe {
+        let _ = s::cublasLtMatmulAlgoConfigGetAttribute(
+            &h.algo,
+            s::cublasLtMatmulAlgoConfigAttributes_t::CUBLASLT_ALGO_CONFIG_ID,
+            &mut id as *mut i32 as *mut c_void,
+            4,
+            &mut written,
+        );
+    }
+    id
+}
+
+/// The heuristic's algorithms for the problem, as solver names.
+pub fn enumerate(_gpu: &Gpu, p: &Gemm) -> Result<Vec<String>, UnitError> {
+    let plan = Plan::new(p)?;
+    let hs = plan.heuristics()?;
+    if hs.is_empty() {
+        return Ok(vec!["heuristic".into()]);
+    }
+    Ok(hs
+        .iter()
+        .enumerate()
+        .map(|(i, h)| format!("lt#{i}-algo{}", algo_id(h)))
+        .collect())
+}
+
+/// One configured matmul (plan, chosen algorithm, workspace), launchable on any operands.
+pub struct GemmCall {
+    plan: Plan,
+    algo: s::cublasLtMatmulHeuristicResult_t,
+    ws: Option<CudaSlice<u8>>,
+    compute: DType,
+}
+
+impl GemmCall {
+    pub fn new(gpu: &Gpu, p: &Gemm, solver: &str) -> Result<GemmCall, UnitError> {
+        let plan = Plan::new(p)?;
+        let hs = plan.heuristics()?;
+        let rank = match solver {
+            "default" | "heuristic" => 0,
+            other => other
+                .strip_prefix("lt#")
+                .and_then(|r| r.split('-').next())
+                .and_then(|r| r.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    UnitError::Unsupported(format!(
+                        "cuBLASLt has no solver `{other}` (use heuristic, all or lt#N)"
+                    ))
+                })?,
+        };
+        let Some(algo) = hs.get(rank).copied() else {
+            return Err(UnitError::Unsupported(format!(
+                "CUBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
+                hs.len()
+            )));
+        };
+        Ok(GemmCall {
+            ws: workspace(gpu, algo.workspaceSize)?,
+            plan,
+            algo,
+            compute: p.compute,
+        })
+    }
+
+    /// C = A x B for row-major A, B, C at the given addresses.
+    pub fn launch(
+        &mut self,
+        g: &Gpu,
+        pa: dsys::CUdeviceptr,
+        pb: dsys::CUdeviceptr,
+        pc: dsys::CUdeviceptr,
+    ) -> Result<(), UnitError> {
+        let ws = ws_ptr(g, &mut self.ws) as *mut c_void;
+        let (a32, b32) = (1.0f32, 0.0f32);
+        let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
+        let (al, be) = if self.compute == DType::F16 {
+            (
+                &a16 as *const _ as *const c_void,
+                &b16 as *const _ as *const c_void,
+            )
+        } else {
+            (
+                &a32 as *const _ as *const c_void,
+                &b32 as *const _ as *const c_void,
+            )
+        };
+        let p = &self.plan;
+        // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
+        // A' = B and B' = A (column-major view of the row-major product).
+        unsafe {
+            r::matmul(
+                p.handle,
+                p.desc,
+                al,
+                be,
+                pb as *const c_void,
+                p.a,
+                pa as *const c_void,
+                p.b,
+                pc as *const c_void,
+                p.c,
+                pc as *mut c_void,
+                p.c,
+                &self.algo.algo,
+                ws,
+                self.algo.workspaceSize,
+                g.stream.cu_stream() as _,
+            )
+        }
+        .map_err(|e| lt_err("cublasLtMatmul", e))
+    }
+}
+
+pub struct GemmRun {
+    gpu: Gpu,
+    call: GemmCall,
+    a: DevBuf,
+    b: DevBuf,
+    c: DevBuf,
+    flush: Option<L2Flush>,
+}
+
+pub fn prepare(
+    gpu: &Gpu,
+    p: &Gemm,
+    solver: &str,
+    i: &GemmInputs,
+    phases: &mut dyn PhaseSink,
+) -> Result<Box<dyn Prepared>, UnitError> {
+    let call = GemmCall::new(gpu, p, solver)?;
+    phases.phase("alloc");
+    Ok(Box::new(GemmRun {
+        gpu: gpu.clone(),
+        a: DevBuf::upload(gpu, &i.a)?,
+        b: DevBuf::upload(gpu, &i.b)?,
+        c: DevBuf::zeros(gpu, p.out_dtype, p.output_len())?,
+        call,
+        flush: None,
+    }))
+}
+
+impl Prepared for GemmRun {
+    fn run(&mut self) -> Result<f64, UnitError> {
+        let g = self.gpu.clone();
+        let (pa, pb, pc) = (self.a.ptr(&g), self.b.ptr(&g), self.c.ptr_mut(&g));
+        timed(&g, || self.call.launch(&g, pa, pb, pc))
+    }
+    fn output(&mut self) -> Result<HostData, UnitError> {
+        self.c.download(&self.gpu)
+    }
+    fn workspace_bytes(&self) -> u64 {
+        self.call.algo.workspaceSize as u64
+    }
+    fn flush_cache(&mut self) {
+        let g = self.gpu.clone();
+        self.flush.get_or_insert_with(|| L2Flush::new(&g)).flush(&g);
+    }
+}

@@ -1,0 +1,290 @@
+//! The CUDA backend: cuDNN, cuBLASLt, cuRAND, NVRTC and CUDA graphs through cudarc, every library
+//! loaded at run time. The binary builds and its tests pass on a machine with no CUDA at all;
+//! there `open` says which library is missing and `probe` reports it.
+
+mod buffers;
+mod conv;
+mod gemm;
+mod graph;
+mod kernels;
+mod simple;
+
+use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
+use crate::op::{Inputs, OpKind, Problem};
+use buffers::Gpu;
+use cudarc::driver::{CudaContext, sys as dsys};
+use std::collections::BTreeMap;
+
+pub use conv::solver_names as conv_solver_names;
+
+/// Solver names the CUDA backend knows per op (for sweep validation).
+pub fn solver_names(op: OpKind) -> &'static [&'static str] {
+    match op {
+        OpKind::Conv2d => conv::ALL_NAMES,
+        OpKind::Gemm => gemm::NAMES,
+        OpKind::Rng => &["curand-philox"],
+        OpKind::Copy => &["cuMemcpy"],
+        OpKind::Cast => &["nvrtc-cast"],
+        OpKind::Graph => graph::SOLVERS,
+    }
+}
+
+/// Which shared libraries are present, by cudarc's own loader.
+fn presence() -> Vec<(&'static str, bool)> {
+    // SAFETY: these only try to dlopen candidate names and report success.
+    unsafe {
+        vec![
+            ("libcuda (driver)", cudarc::driver::sys::is_culib_present()),
+            ("libcudart", cudarc::runtime::sys::is_culib_present()),
+            ("libcudnn", cudarc::cudnn::sys::is_culib_present()),
+            ("libcublasLt", cudarc::cublaslt::sys::is_culib_present()),
+            ("libcurand", cudarc::curand::sys::is_culib_present()),
+            ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
+        ]
+    }
+}
+
+pub struct CudaBackend {
+    gpu: Gpu,
+    info: BackendInfo,
+    libs: Vec<(&'static str, bool)>,
+    kernels: Option<kernels::Kernels>,
+}
+
+fn driver_err(what: &str, e: impl std::fmt::Debug) -> UnitError {
+    UnitError::Library {
+        library: "cuda".into(),
+        code: format!("{e:?}"),
+        message: what.to_string(),
+    }
+}
+
+impl CudaBackend {
+    pub fn open() -> Result<CudaBackend, String> {
+        let libs = presence();
+        if !libs[0].1 {
+            return Err("the NVIDIA driver library (libcuda.so.1) was not found: no NVIDIA driver on this machine".into());
+        }
+        let ordinal = 0;
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| format!("cannot open CUDA device {ordinal}: {e:?}"))?;
+        // One stream and raw pointers throughout: cudarc's cross-stream event tracking would
+        // only add work to every timed call.
+        // SAFETY: all work of this backend goes to the one stream created below.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| format!("cannot create a CUDA stream: {e:?}"))?;
+        let gpu = Gpu { ctx, stream };
+        let info = describe(&gpu, &libs);
+        Ok(CudaBackend {
+            gpu,
+            info,
+            libs,
+            kernels: None,
+        })
+    }
+
+    fn need(&self, lib: &str) -> Result<(), UnitError> {
+        match self.libs.iter().find(|(name, _)| name.starts_with(lib)) {
+            Some((_, true)) => Ok(()),
+            _ => Err(UnitError::Library {
+                library: lib.into(),
+                code: "LIBRARY_NOT_FOUND".into(),
+                message: format!(
+                    "{lib}.so was not found on the library path (LD_LIBRARY_PATH, ldconfig)"
+                ),
+            }),
+        }
+    }
+
+    fn kernels(&mut self) -> Result<&kernels::Kernels, UnitError> {
+        self.need("libnvrtc")?;
+        if self.kernels.is_none() {
+            self.kernels = Some(kernels::Kernels::compile(&self.gpu)?);
+        }
+        self.kernels
+            .as_ref()
+            .ok_or_else(|| driver_err("kernels", "not compiled"))
+    }
+}
+
+fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
+    let mut versions = BTreeMap::new();
+    let attr = |a: dsys::CUdevice_attribute| gpu.ctx.attribute(a).unwrap_or(-1);
+    let mut dv = 0i32;
+    // SAFETY: a plain query with an out-pointer to a live i32.
+    if unsafe { dsys::cuDriverGetVersion(&mut dv) } == dsys::CUresult::CUDA_SUCCESS {
+        versions.insert(
+            "driver (CUDA API)".into(),
+            format!("{}.{}", dv / 1000, (dv % 1000) / 10),
+        );
+    }
+    if libs[1].1 {
+        let mut v = 0i32;
+        // SAFETY: a plain query with an out-pointer to a live i32.
+        if unsafe { cudarc::runtime::sys::cudaRuntimeGetVersion(&mut v) }
+            == cudarc::runtime::sys::cudaError::cudaSuccess
+        {
+            versions.insert(
+                "runtime".into(),
+                format!("{}.{}", v / 1000, (v % 1000) / 10),
+            );
+        }
+    }
+    if libs[2].1 {
+        let v = cudarc::cudnn::result::get_version();
+        versions.insert(
+            "cudnn".into(),
+            format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100),
+        );
+    }
+    if libs[3].1 {
+        // SAFETY: a plain query.
+        let v = unsafe { cudarc::cublaslt::sys::cublasLtGetVersion() };
+        versions.insert(
+            "cublasLt".into(),
+            format!("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100),
+        );
+    }
+    for (name, present) in libs {
+        if !present {
+            versions.insert(name.to_string(), "not found".into());
+        }
+    }
+    let name = gpu
+        .ctx
+        .name()
+        .unwrap_or_else(|_| "unknown CUDA device".into());
+    let (major, minor) = gpu.ctx.compute_capability().unwrap_or((0, 0));
+    let mem = gpu.ctx.total_mem().unwrap_or(0);
+    versions.insert("compute capability".into(), format!("{major}.{minor}"));
+    versions.insert(
+        "memory".into(),
+        format!("{:.1} GiB", mem as f64 / (1u64 << 30) as f64),
+    );
+    versions.insert(
+        "SMs".into(),
+        attr(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).to_string(),
+    );
+    versions.insert(
+        "L2 bytes".into(),
+        attr(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).to_string(),
+    );
+    versions.insert(
+        "memory bus bits".into(),
+        attr(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).to_string(),
+    );
+    BackendInfo {
+        backend: "cuda".into(),
+        available: true,
+        missing: None,
+        devices: vec![format!("{name} (sm_{major}{minor})")],
+        versions,
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn info(&self) -> BackendInfo {
+        self.info.clone()
+    }
+
+    fn solvers(&self, problem: &Problem) -> Vec<String> {
+        match problem {
+            Problem::Conv2d(p) => conv::solver_names(p.direction)
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            Problem::Gemm(p) => {
+                gemm::enumerate(&self.gpu, p).unwrap_or_else(|_| vec!["heuristic#0".into()])
+            }
+            other => solver_names(other.kind())
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+
+    fn prepare(
+        &mut self,
+        problem: &Problem,
+        solver: &str,
+        inputs: &Inputs,
+        phases: &mut dyn PhaseSink,
+    ) -> Result<Box<dyn Prepared>, UnitError> {
+        let mismatch = || driver_err("inputs do not belong to this problem", "INPUT_MISMATCH");
+        match (problem, inputs) {
+            (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
+                self.need("libcudnn")?;
+                conv::prepare(&self.gpu, p, solver, i, phases)
+            }
+            (Problem::Gemm(p), Inputs::Gemm(i)) => {
+                self.need("libcublasLt")?;
+                gemm::prepare(&self.gpu, p, solver, i, phases)
+            }
+            (Problem::Rng(p), Inputs::Rng { seed }) => {
+                self.need("libcurand")?;
+                let k = self.kernels()?.clone();
+                simple::prepare_rng(&self.gpu, k, p, *seed, phases)
+            }
+            (Problem::Copy(p), Inputs::Copy(src)) => {
+                simple::prepare_copy(&self.gpu, p, src, phases)
+            }
+            (Problem::Cast(p), Inputs::Cast(src)) => {
+                let k = self.kernels()?.clone();
+                simple::prepare_cast(&self.gpu, k, p, src, phases)
+            }
+            (Problem::Graph(p), Inputs::Graph(i)) => {
+                self.need("libcudnn")?;
+                self.need("libcublasLt")?;
+                let k = self.kernels()?.clone();
+                graph::prepare(&self.gpu, k, p, solver, i, phases)
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    fn device_reference(
+        &mut self,
+        problem: &Problem,
+        inputs: &Inputs,
+    ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
+        let (Problem::Conv2d(p), Inputs::Conv2d(i)) = (problem, inputs) else {
+            return None;
+        };
+        if p.direction != crate::op::conv2d::Direction::Fwd {
+            return None;
+        }
+        let mut run = || -> Result<(crate::verify::Reference, String), UnitError> {
+            let k = self.kernels()?.clone();
+            let g = &self.gpu;
+            let x = buffers::DevBuf::upload(g, &i.a)?;
+            let w = buffers::DevBuf::upload(g, &i.b)?;
+            let mut y = g
+                .stream
+                .alloc_zeros::<f64>(p.output_len().max(1))
+                .map_err(|e| driver_err("alloc", e))?;
+            let yp = {
+                use cudarc::driver::DevicePtrMut;
+                y.device_ptr_mut(&g.stream).0
+            };
+            k.conv_fwd_ref(g, p, x.ptr(g), w.ptr(g), yp)?;
+            let mut v = g.stream.clone_dtoh(&y).map_err(|e| driver_err("dtoh", e))?;
+            v.truncate(p.output_len());
+            Ok((
+                crate::verify::Reference::Values(v),
+                "gpu-direct-f64 (kernels/conv_ref.cu)".into(),
+            ))
+        };
+        Some(run())
+    }
+
+    fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
+        let k = self.kernels()?.clone();
+        k.spin_forever(&self.gpu)
+    }
+}

@@ -1,0 +1,369 @@
+//! Shared plotting: the embedded font, one figure drawn to both PNG and SVG, text, legends and
+//! the "no data" panel.
+//!
+//! PNG text is rasterised here rather than by plotters: plotters 0.3.7's ab_glyph path drops
+//! each glyph's left side bearing, so `1`, `:` and `-` sit visibly out of place (`bf1 6`,
+//! `H: compile`). SVG text stays `<text>` for the browser to set.
+
+use crate::error::CmdError;
+use ab_glyph::{Font, FontRef, PxScale, ScaleFont, point};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::{FontDesc, FontStyle, register_font};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub const FONT: &str = "sans-serif";
+
+pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// A figure knows its size before drawing, so the same layout goes to both backends.
+pub trait Figure {
+    fn size(&self) -> (u32, u32);
+    fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB>;
+}
+
+/// Registers DejaVu Sans under the name plotters asks for: report machines (CI, laptops,
+/// containers) often have no system fonts at all, and plotters would draw no text without one.
+pub fn ensure_fonts() -> Result<(), CmdError> {
+    static DONE: OnceLock<bool> = OnceLock::new();
+    let ok = *DONE.get_or_init(|| {
+        register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
+            && register_font(FONT, FontStyle::Bold, dejavu::sans::bold()).is_ok()
+    });
+    if ok && raster_fonts().is_some() {
+        Ok(())
+    } else {
+        Err(CmdError::Failure(
+            "the embedded DejaVu Sans font could not be loaded".to_string(),
+        ))
+    }
+}
+
+struct RasterFonts {
+    regular: FontRef<'static>,
+    bold: FontRef<'static>,
+}
+
+fn raster_fonts() -> Option<&'static RasterFonts> {
+    static FONTS: OnceLock<Option<RasterFonts>> = OnceLock::new();
+    FONTS
+        .get_or_init(|| {
+            Some(RasterFonts {
+                regular: FontRef::try_from_slice(dejavu::sans::regular()).ok()?,
+                bold: FontRef::try_from_slice(dejavu::sans::bold()).ok()?,
+            })
+        })
+        .as_ref()
+}
+
+/// Draws `fig` into `<dir>/<stem>.png` and `<dir>/<stem>.svg`.
+pub fn render<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, CmdError> {
+    let size = fig.size();
+    let png = dir.join(format!("{stem}.png"));
+    let svg = dir.join(format!("{stem}.svg"));
+    let fail = |path: &Path, e: &dyn std::fmt::Display| {
+        CmdError::Failure(format!("{}: could not draw: {e}", path.display()))
+    };
+    {
+        let root = BitMapBackend::new(&png, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(&png, &e))?;
+        fig.draw(&Canvas::new(&root, true))
+            .map_err(|e| fail(&png, &e))?;
+        root.present().map_err(|e| fail(&png, &e))?;
+    }
+    {
+        let root = SVGBackend::new(&svg, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| fail(&svg, &e))?;
+        fig.draw(&Canvas::new(&root, false))
+            .map_err(|e| fail(&svg, &e))?;
+        root.present().map_err(|e| fail(&svg, &e))?;
+    }
+    Ok(vec![png, svg])
+}
+
+/// The whole image's drawing area, plus how its text is to be drawn.
+pub struct Canvas<'a, DB: DrawingBackend> {
+    pub area: &'a DrawingArea<DB, Shift>,
+    raster: bool,
+}
+
+impl<'a, DB: DrawingBackend> Canvas<'a, DB> {
+    pub fn new(area: &'a DrawingArea<DB, Shift>, raster: bool) -> Canvas<'a, DB> {
+        Canvas { area, raster }
+    }
+
+    /// Text anchored at `pos` (pixels of the whole image) by `h` and `v`.
+    pub fn text(
+        &self,
+        s: &str,
+        pos: (i32, i32),
+        f: &FontDesc,
+        color: &RGBColor,
+        (h, v): (HPos, VPos),
+    ) -> DrawResult<DB> {
+        self.text_impl(s, pos, f, color, (h, v), false)
+    }
+
+    /// Text reading bottom to top (a y axis title), centred on `pos`.
+    pub fn text_up(
+        &self,
+        s: &str,
+        pos: (i32, i32),
+        f: &FontDesc,
+        color: &RGBColor,
+    ) -> DrawResult<DB> {
+        self.text_impl(s, pos, f, color, (HPos::Center, VPos::Center), true)
+    }
+
+    fn text_impl(
+        &self,
+        s: &str,
+        pos: (i32, i32),
+        f: &FontDesc,
+        color: &RGBColor,
+        (h, v): (HPos, VPos),
+        up: bool,
+    ) -> DrawResult<DB> {
+        let fonts = match raster_fonts() {
+            Some(fonts) if self.raster => fonts,
+            _ => {
+                let f = if up {
+                    f.transform(FontTransform::Rotate270)
+                } else {
+                    f.clone()
+                };
+                let style = f.color(color).pos(Pos::new(h, v));
+                return self.area.draw(&Text::new(s.to_string(), pos, style));
+            }
+        };
+        let font = if matches!(f.get_style(), FontStyle::Bold) {
+            &fonts.bold
+        } else {
+            &fonts.regular
+        };
+        let sf = font.as_scaled(PxScale::from(f.get_size() as f32));
+        let mut caret = 0f32;
+        let mut prev = None;
+        let mut glyphs = Vec::new();
+        for ch in s.chars() {
+            let id = sf.glyph_id(ch);
+            if let Some(p) = prev {
+                caret += sf.kern(p, id);
+            }
+            glyphs.push(id.with_scale_and_position(sf.scale(), point(caret, sf.ascent())));
+            caret += sf.h_advance(id);
+            prev = Some(id);
+        }
+        let height = sf.ascent() - sf.descent();
+        let dx = match h {
+            HPos::Left => 0.0,
+            HPos::Center => -caret / 2.0,
+            HPos::Right => -caret,
+        };
+        let dy = match v {
+            VPos::Top => 0.0,
+            VPos::Center => -height / 2.0,
+            VPos::Bottom => -height,
+        };
+        // Whole-pixel offsets: rounding each pixel's fractional position instead would skip a
+        // row where the coordinates change sign (round() goes away from zero).
+        let (dx, dy) = (dx.round() as i32, dy.round() as i32);
+        let mut pixels: Vec<(i32, i32, f32)> = Vec::new();
+        for g in glyphs {
+            if let Some(outline) = sf.outline_glyph(g) {
+                let b = outline.px_bounds();
+                outline.draw(|x, y, cov| {
+                    let tx = b.min.x as i32 + x as i32 + dx;
+                    let ty = b.min.y as i32 + y as i32 + dy;
+                    pixels.push((tx, ty, cov.min(1.0)));
+                });
+            }
+        }
+        for (x, y, cov) in pixels {
+            if cov <= 0.0 {
+                continue;
+            }
+            let p = if up {
+                (pos.0 + y, pos.1 - x)
+            } else {
+                (pos.0 + x, pos.1 + y)
+            };
+            self.area.draw_pixel(p, &color.mix(f64::from(cov)))?;
+        }
+        Ok(())
+    }
+}
+
+pub fn font(size: f64) -> FontDesc<'static> {
+    FontDesc::new(FontFamily::Name(FONT), size, FontStyle::Normal)
+}
+
+pub fn bold(size: f64) -> FontDesc<'static> {
+    FontDesc::new(FontFamily::Name(FONT), size, FontStyle::Bold)
+}
+
+pub const CENTER: (HPos, VPos) = (HPos::Center, VPos::Center);
+pub const LEFT: (HPos, VPos) = (HPos::Left, VPos::Center);
+pub const RIGHT: (HPos, VPos) = (HPos::Right, VPos::Center);
+
+pub const GREY: RGBColor = RGBColor(0x42, 0x42, 0x42);
+pub const SUBTLE: RGBColor = RGBColor(0x55, 0x55, 0x55);
+
+/// Width of `text` in pixels; a rough estimate if the font cannot measure it, because layout
+/// must not fail over a label.
+pub fn text_width(f: &FontDesc, text: &str) -> u32 {
+    f.box_size(text)
+        .map(|(w, _)| w)
+        .unwrap_or((text.chars().count() as f64 * f.get_size() * 0.6) as u32)
+}
+
+/// Black or white, whichever reads better on `bg`.
+pub fn contrast(bg: RGBColor) -> RGBColor {
+    let l = 0.299 * f64::from(bg.0) + 0.587 * f64::from(bg.1) + 0.114 * f64::from(bg.2);
+    if l > 140.0 { BLACK } else { WHITE }
+}
+
+/// Shortens `text` with an ellipsis until it fits `max_w` pixels.
+pub fn fit(f: &FontDesc, text: &str, max_w: u32) -> String {
+    if text_width(f, text) <= max_w {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    for keep in (1..chars.len()).rev() {
+        let s: String = chars[..keep].iter().collect::<String>() + "…";
+        if text_width(f, &s) <= max_w {
+            return s;
+        }
+    }
+    "…".to_string()
+}
+
+/// A round step giving about `target` ticks from 0 to `max`.
+pub fn nice_step(max: f64, target: f64) -> f64 {
+    let raw = max / target;
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw * 0.999)
+        .unwrap_or(10.0 * mag)
+}
+
+/// One legend entry: a swatch and its text.
+pub struct LegendItem {
+    pub color: RGBColor,
+    pub text: String,
+    /// Draw a short line instead of a filled square (for line series).
+    pub line: bool,
+}
+
+const SWATCH: i32 = 14;
+const ITEM_GAP: i32 = 22;
+const LEGEND_ROW: i32 = 22;
+
+/// Height a legend flowing left to right in `width` pixels needs.
+pub fn legend_height(items: &[LegendItem], f: &FontDesc, width: u32) -> u32 {
+    legend_rows(items, f, width).len() as u32 * LEGEND_ROW as u32
+}
+
+fn legend_rows(items: &[LegendItem], f: &FontDesc, width: u32) -> Vec<Vec<usize>> {
+    let mut rows: Vec<Vec<usize>> = Vec::new();
+    let mut x = 0i32;
+    for (i, it) in items.iter().enumerate() {
+        let w = SWATCH + 6 + text_width(f, &it.text) as i32 + ITEM_GAP;
+        match rows.last_mut() {
+            Some(row) if x + w <= width as i32 => {
+                row.push(i);
+                x += w;
+            }
+            _ => {
+                rows.push(vec![i]);
+                x = w;
+            }
+        }
+    }
+    rows
+}
+
+/// Draws the legend with its top-left corner at (x0, y0).
+pub fn draw_legend<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    items: &[LegendItem],
+    f: &FontDesc,
+    (x0, y0): (i32, i32),
+    width: u32,
+) -> DrawResult<DB> {
+    for (r, row) in legend_rows(items, f, width).iter().enumerate() {
+        let mut x = x0;
+        let cy = y0 + r as i32 * LEGEND_ROW + LEGEND_ROW / 2;
+        for &i in row {
+            let it = &items[i];
+            if it.line {
+                c.area.draw(&PathElement::new(
+                    vec![(x, cy), (x + SWATCH, cy)],
+                    it.color.stroke_width(3),
+                ))?;
+            } else {
+                let (a, b) = ((x, cy - SWATCH / 2), (x + SWATCH, cy + SWATCH / 2));
+                c.area.draw(&Rectangle::new([a, b], it.color.filled()))?;
+                c.area
+                    .draw(&Rectangle::new([a, b], RGBColor(0x75, 0x75, 0x75)))?;
+            }
+            c.text(&it.text, (x + SWATCH + 6, cy), f, &BLACK, LEFT)?;
+            x += SWATCH + 6 + text_width(f, &it.text) as i32 + ITEM_GAP;
+        }
+    }
+    Ok(())
+}
+
+/// A titled figure with a message instead of data (an empty run, a run with no timings).
+pub struct NoData {
+    pub title: String,
+    pub message: String,
+}
+
+impl Figure for NoData {
+    fn size(&self) -> (u32, u32) {
+        (900, 220)
+    }
+    fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
+        let (w, h) = self.size();
+        title(c, &self.title, w)?;
+        c.area.draw(&Rectangle::new(
+            [(20, 50), (w as i32 - 20, h as i32 - 20)],
+            RGBColor(0xbd, 0xbd, 0xbd),
+        ))?;
+        let f = font(18.0);
+        c.text(
+            &fit(&f, &self.message, w - 60),
+            (w as i32 / 2, (h as i32 + 30) / 2),
+            &f,
+            &RGBColor(0x61, 0x61, 0x61),
+            CENTER,
+        )
+    }
+}
+
+/// The figure's title, centred in the top 40 pixels.
+pub fn title<DB: DrawingBackend>(c: &Canvas<DB>, text: &str, width: u32) -> DrawResult<DB> {
+    let f = bold(20.0);
+    let shown = fit(&f, text, width.saturating_sub(20));
+    c.text(&shown, (width as i32 / 2, 22), &f, &BLACK, CENTER)
+}
+
+/// A line of smaller text under the title.
+pub fn subtitle<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    text: &str,
+    width: u32,
+    y: i32,
+) -> DrawResult<DB> {
+    let f = font(14.0);
+    let shown = fit(&f, text, width.saturating_sub(40));
+    c.text(&shown, (width as i32 / 2, y), &f, &SUBTLE, CENTER)
+}

@@ -1,0 +1,442 @@
+//! What every report file says about a run, computed once: status colours and order, env
+//! combinations and their short labels, which parameters vary, counts, failures, fastest solvers.
+
+use crate::analyze::rundata::{Row, RunData};
+use crate::results::status::Status;
+use plotters::style::RGBColor;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// Fixed per status so that every report of every run reads the same way.
+pub fn color(s: Status) -> RGBColor {
+    match s {
+        Status::Ok => RGBColor(0x4c, 0xaf, 0x50),
+        Status::Mismatch => RGBColor(0xff, 0x98, 0x00),
+        Status::Zeros => RGBColor(0xf2, 0xd0, 0x24),
+        Status::Nonfinite => RGBColor(0x9c, 0x27, 0xb0),
+        Status::Hang => RGBColor(0xd3, 0x2f, 0x2f),
+        Status::Crash => RGBColor(0x21, 0x21, 0x21),
+        Status::Error => RGBColor(0xec, 0x6f, 0xa8),
+        Status::Unsupported => RGBColor(0xbd, 0xbd, 0xbd),
+        Status::Skipped => RGBColor(0x90, 0xca, 0xf9),
+        Status::Interrupted => RGBColor(0x8d, 0x6e, 0x63),
+    }
+}
+
+/// A cell that no unit of the run covers (e.g. a dropped combination).
+pub const NO_UNIT: RGBColor = RGBColor(0xf5, 0xf5, 0xf5);
+
+pub fn hex(c: RGBColor) -> String {
+    format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)
+}
+
+/// The letter drawn in a heatmap cell, so the map reads without colour vision too.
+pub fn code(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "",
+        Status::Mismatch => "M",
+        Status::Zeros => "Z",
+        Status::Nonfinite => "N",
+        Status::Hang => "H",
+        Status::Crash => "C",
+        Status::Error => "E",
+        Status::Unsupported => "U",
+        Status::Skipped => "S",
+        Status::Interrupted => "I",
+    }
+}
+
+/// Statuses whose phase is the interesting part (where the machine or worker went down).
+pub fn shows_phase(s: Status) -> bool {
+    matches!(s, Status::Hang | Status::Crash | Status::Interrupted)
+}
+
+/// The rule for folding several units into one cell: what costs a user most wins. Hangs and
+/// crashes take the machine or worker down; wrong numbers are silent and worse than an honest
+/// library error; not running at all (interrupted, skipped) says nothing; `unsupported` is an
+/// honest "cannot"; a cell is `ok` only when every unit in it is.
+pub fn severity(s: Status) -> u8 {
+    match s {
+        Status::Hang => 9,
+        Status::Crash => 8,
+        Status::Nonfinite => 7,
+        Status::Zeros => 6,
+        Status::Mismatch => 5,
+        Status::Error => 4,
+        Status::Interrupted => 3,
+        Status::Skipped => 2,
+        Status::Unsupported => 1,
+        Status::Ok => 0,
+    }
+}
+
+/// What "throughput" and "problem size" mean for the run's op.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Metric {
+    Flops,
+    Bytes,
+}
+
+impl Metric {
+    pub fn for_op(op: &str) -> Metric {
+        match op {
+            "copy" | "cast" | "rng" => Metric::Bytes,
+            _ => Metric::Flops,
+        }
+    }
+    pub fn size(self, r: &Row) -> Option<f64> {
+        match self {
+            Metric::Flops => r.flops,
+            Metric::Bytes => r.bytes,
+        }
+    }
+    pub fn rate(self, r: &Row) -> Option<f64> {
+        match self {
+            Metric::Flops => r.gflops,
+            Metric::Bytes => r.gbps,
+        }
+    }
+    pub fn size_name(self) -> &'static str {
+        match self {
+            Metric::Flops => "FLOPs per execution",
+            Metric::Bytes => "bytes per execution",
+        }
+    }
+    pub fn rate_unit(self) -> &'static str {
+        match self {
+            Metric::Flops => "GFLOP/s",
+            Metric::Bytes => "GB/s",
+        }
+    }
+}
+
+/// The fastest `ok` unit of one case (over solvers and env combinations).
+pub struct Fastest<'a> {
+    pub best: &'a Row,
+    /// The next fastest, when there is a choice to make.
+    pub runner_up: Option<&'a Row>,
+    pub timed: usize,
+}
+
+pub struct Facts<'a> {
+    pub run: &'a RunData,
+    /// Env combination keys (the CSV's `env` text), manifest order first.
+    pub envs: Vec<String>,
+    /// Parallel to `envs`: only the variables that differ between combinations.
+    pub env_labels: Vec<String>,
+    /// Solvers in the order they first appear.
+    pub solvers: Vec<String>,
+    /// Parameters with more than one value in the run, in CSV order.
+    pub varying: Vec<String>,
+    /// `varying` grouped by `leaders`.
+    pub groups: Vec<(String, Vec<String>)>,
+    pub metric: Metric,
+}
+
+impl<'a> Facts<'a> {
+    pub fn new(run: &'a RunData) -> Facts<'a> {
+        let mut envs: Vec<String> = Vec::new();
+        let seen_in_rows: BTreeSet<&str> = run.rows.iter().map(|r| r.env.as_str()).collect();
+        for combo in &run.manifest.env_combos {
+            let key = combo.key();
+            if seen_in_rows.contains(key.as_str()) && !envs.contains(&key) {
+                envs.push(key);
+            }
+        }
+        for r in &run.rows {
+            if !envs.contains(&r.env) {
+                envs.push(r.env.clone());
+            }
+        }
+        let env_labels = short_env_labels(&envs);
+        let mut solvers: Vec<String> = Vec::new();
+        for r in &run.rows {
+            if !solvers.contains(&r.solver) {
+                solvers.push(r.solver.clone());
+            }
+        }
+        let varying = run
+            .param_names
+            .iter()
+            .filter(|name| {
+                let values: BTreeSet<&str> = run
+                    .rows
+                    .iter()
+                    .map(|r| r.param(name).unwrap_or(""))
+                    .collect();
+                values.len() > 1
+            })
+            .cloned()
+            .collect();
+        let mut f = Facts {
+            run,
+            envs,
+            env_labels,
+            solvers,
+            varying,
+            groups: Vec::new(),
+            metric: Metric::for_op(&run.manifest.sweep.op),
+        };
+        f.groups = f.leaders(&f.varying);
+        f
+    }
+
+    /// Groups `params` so that a parameter equal to an earlier one in every row (conv2d `w`
+    /// following `h`, gemm `out_dtype` following `dtype`) is listed under it instead of
+    /// repeating its values: (leader, followers), in the order of `params`.
+    pub fn leaders(&self, params: &[String]) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for p in params {
+            let same = |q: &str| self.rows().iter().all(|r| r.param(p) == r.param(q));
+            match out.iter_mut().find(|(lead, _)| same(lead)) {
+                Some((_, followers)) => followers.push(p.clone()),
+                None => out.push((p.clone(), Vec::new())),
+            }
+        }
+        out
+    }
+
+    pub fn rows(&self) -> &'a [Row] {
+        &self.run.rows
+    }
+
+    pub fn env_index(&self, key: &str) -> usize {
+        self.envs.iter().position(|e| e == key).unwrap_or(0)
+    }
+
+    pub fn env_label(&self, key: &str) -> &str {
+        self.env_labels
+            .get(self.env_index(key))
+            .map_or("", String::as_str)
+    }
+
+    pub fn device(&self) -> String {
+        let devices = &self.run.manifest.backend.devices;
+        if !devices.is_empty() {
+            return devices.join(", ");
+        }
+        let from_rows: BTreeSet<&str> = self.rows().iter().map(|r| r.device.as_str()).collect();
+        if from_rows.is_empty() {
+            "(no device recorded)".to_string()
+        } else {
+            from_rows.into_iter().collect::<Vec<_>>().join(", ")
+        }
+    }
+
+    /// Units per status (in `Status::ALL` order), for one env combination or all.
+    pub fn counts(&self, env: Option<&str>) -> [u64; 10] {
+        let mut out = [0u64; 10];
+        for r in self.rows() {
+            if env.is_none_or(|e| e == r.env)
+                && let Some(i) = Status::ALL.iter().position(|s| *s == r.status)
+            {
+                out[i] += 1;
+            }
+        }
+        out
+    }
+
+    /// The parameters that tell this case apart from the others in the run, equal ones
+    /// written once (`m=n=k=64 dtype=out_dtype=f32`).
+    pub fn case_label(&self, r: &Row) -> String {
+        if self.groups.is_empty() {
+            return r.params_text().replace(';', " ");
+        }
+        self.groups
+            .iter()
+            .map(|(lead, followers)| {
+                let mut names = vec![lead.as_str()];
+                names.extend(followers.iter().map(String::as_str));
+                format!("{}={}", names.join("="), r.param(lead).unwrap_or(""))
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Every unit that did not end `ok`, most severe status first, then in run order.
+    pub fn not_ok(&self) -> Vec<&'a Row> {
+        let mut v: Vec<&Row> = self
+            .rows()
+            .iter()
+            .filter(|r| r.status != Status::Ok)
+            .collect();
+        v.sort_by_key(|r| std::cmp::Reverse(severity(r.status)));
+        v
+    }
+
+    /// For each case with at least one timed `ok` unit, the fastest one; cases in run order.
+    pub fn fastest(&self) -> Vec<Fastest<'a>> {
+        let mut by_case: BTreeMap<&str, Vec<&Row>> = BTreeMap::new();
+        let mut order: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for r in self.rows() {
+            if seen.insert(&r.case_id) {
+                order.push(&r.case_id);
+            }
+            let entry = by_case.entry(&r.case_id).or_default();
+            if r.status == Status::Ok && r.median_ms.is_some_and(|m| m > 0.0) {
+                entry.push(r);
+            }
+        }
+        order
+            .into_iter()
+            .filter_map(|case| {
+                let mut rows = by_case.remove(case)?;
+                rows.sort_by(|a, b| {
+                    a.median_ms
+                        .partial_cmp(&b.median_ms)
+                        .unwrap_or(Ordering::Equal)
+                });
+                Some(Fastest {
+                    best: rows.first().copied()?,
+                    runner_up: rows.get(1).copied(),
+                    timed: rows.len(),
+                })
+            })
+            .collect()
+    }
+
+    /// The run directory as written in the report: absolute when it can be.
+    pub fn dir_text(&self) -> String {
+        std::fs::canonicalize(&self.run.dir)
+            .unwrap_or_else(|_| self.run.dir.clone())
+            .display()
+            .to_string()
+    }
+}
+
+/// `32 units: ok 25, hang 6, crash 1` (statuses with no units left out).
+pub fn counts_line(counts: &[u64; 10]) -> String {
+    let total: u64 = counts.iter().sum();
+    let parts: Vec<String> = Status::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| **n > 0)
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect();
+    let unit_word = if total == 1 { "unit" } else { "units" };
+    if parts.is_empty() {
+        format!("{total} {unit_word}")
+    } else {
+        format!("{total} {unit_word}: {}", parts.join(", "))
+    }
+}
+
+/// Env keys shortened to the variables that differ between them, since the fixed ones repeat
+/// on every label and push the differing ones out of sight.
+pub fn short_env_labels(envs: &[String]) -> Vec<String> {
+    let parsed: Vec<Vec<(&str, &str)>> = envs
+        .iter()
+        .map(|e| {
+            e.split(';')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.split_once('=').unwrap_or((p, "")))
+                .collect()
+        })
+        .collect();
+    let names: BTreeSet<&str> = parsed.iter().flatten().map(|(k, _)| *k).collect();
+    let differing: BTreeSet<&str> = names
+        .into_iter()
+        .filter(|name| {
+            let values: BTreeSet<Option<&str>> = parsed
+                .iter()
+                .map(|p| p.iter().find(|(k, _)| k == name).map(|(_, v)| *v))
+                .collect();
+            values.len() > 1
+        })
+        .collect();
+    envs.iter()
+        .zip(&parsed)
+        .map(|(key, pairs)| {
+            let shown: Vec<String> = pairs
+                .iter()
+                .filter(|(k, _)| differing.contains(k))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !shown.is_empty() {
+                shown.join(" ")
+            } else if key.is_empty() {
+                "no env variables".to_string()
+            } else {
+                key.replace(';', " ")
+            }
+        })
+        .collect()
+}
+
+/// Engineering notation for axis ticks and tables: 65.5k, 4.19M, 1.2G.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e12 {
+        (v / 1e12, "T")
+    } else if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e3 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let text = if scaled.abs() >= 100.0 || scaled.fract() == 0.0 {
+        format!("{scaled:.0}")
+    } else if scaled.abs() >= 10.0 {
+        format!("{scaled:.1}")
+    } else {
+        format!("{scaled:.2}")
+    };
+    format!("{text}{suffix}")
+}
+
+/// Milliseconds with enough digits to compare fast units.
+pub fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_labels_keep_only_differing_variables() {
+        let envs = vec!["A=1;B=0".to_string(), "A=1;B=1".to_string()];
+        assert_eq!(short_env_labels(&envs), vec!["B=0", "B=1"]);
+        assert_eq!(
+            short_env_labels(&["".to_string()]),
+            vec!["no env variables"]
+        );
+        assert_eq!(short_env_labels(&["A=1;C=2".to_string()]), vec!["A=1 C=2"]);
+    }
+
+    #[test]
+    fn counts_line_lists_present_statuses_in_order() {
+        let mut c = [0u64; 10];
+        c[0] = 25;
+        c[4] = 6;
+        c[5] = 1;
+        assert_eq!(counts_line(&c), "32 units: ok 25, hang 6, crash 1");
+        assert_eq!(counts_line(&[0; 10]), "0 units");
+    }
+
+    #[test]
+    fn severity_orders_every_status_differently() {
+        let s: BTreeSet<u8> = Status::ALL.iter().map(|s| severity(*s)).collect();
+        assert_eq!(s.len(), 10);
+        assert!(severity(Status::Hang) > severity(Status::Mismatch));
+        assert!(severity(Status::Unsupported) > severity(Status::Ok));
+    }
+
+    #[test]
+    fn si_is_short() {
+        assert_eq!(si(65536.0), "65.5k");
+        assert_eq!(si(4194304.0), "4.19M");
+        assert_eq!(si(512.0), "512");
+        assert_eq!(si(2e9), "2G");
+    }
+}

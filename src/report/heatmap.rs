@@ -1,0 +1,557 @@
+//! The safe-region map: problem size across, the other varying parameters down, one panel per
+//! env combination and solver, each cell coloured by the status of its unit.
+//!
+//! Layout rules:
+//! - x: the op's size parameter (`h` for conv2d, `m` for gemm, `size`, `count` or `bytes` for
+//!   the others); parameters that equal it in every row (conv2d `w`, gemm `n`/`k` when they
+//!   follow) are not shown separately.
+//! - y: every other varying parameter, channels first (`c_in→c_out`). When that makes more than
+//!   `MAX_ROWS` rows, trailing parameters are folded: a cell then holds several units and shows
+//!   the most severe status (`facts::severity`), which the subtitle says.
+//! - panels: one per (env combination, solver) that has rows, all on the same grid so they
+//!   compare cell by cell.
+
+use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
+use super::facts::{self, Facts, NO_UNIT};
+use crate::analyze::rundata::Row;
+use crate::error::CmdError;
+use crate::results::status::Status;
+use plotters::prelude::*;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+const MAX_ROWS: usize = 40;
+const CELL_H: u32 = 30;
+const MARGIN: u32 = 20;
+const TOP: u32 = 70;
+const PANEL_TITLE_H: u32 = 28;
+/// The y axis title sits above the y labels, level with nothing else, so it never collides.
+const Y_TITLE_ROW_H: u32 = 22;
+const BELOW_GRID_H: u32 = 62;
+const LABEL_PX: f64 = 13.0;
+
+#[derive(Clone, Debug)]
+struct Cell {
+    status: Status,
+    phase: String,
+}
+
+struct Panel {
+    title: String,
+    /// Row-major, `y_labels.len()` rows of `x_labels.len()` cells; None where no unit ran.
+    cells: Vec<Option<Cell>>,
+}
+
+pub struct Heatmap {
+    title: String,
+    /// One or two lines: the run, then how cells fold units when they do.
+    subtitle: Vec<String>,
+    x_title: String,
+    y_title: String,
+    x_labels: Vec<String>,
+    y_labels: Vec<String>,
+    panels: Vec<Panel>,
+    cell_w: u32,
+    y_label_w: u32,
+    cols: u32,
+}
+
+pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
+    match build(f) {
+        Some(h) => draw::render(&h, dir, "heatmap"),
+        None => draw::render(
+            &draw::NoData {
+                title: title(f),
+                message: "no data: results.csv has no rows".to_string(),
+            },
+            dir,
+            "heatmap",
+        ),
+    }
+}
+
+fn title(f: &Facts) -> String {
+    format!("Safe region: {} on {}", f.run.manifest.sweep.op, f.device())
+}
+
+fn x_param(op: &str, f: &Facts) -> Option<String> {
+    let preferred: &[&str] = match op {
+        "conv2d" => &["h", "w"],
+        "gemm" => &["m", "n", "k"],
+        "graph" => &["size"],
+        "copy" => &["bytes"],
+        "rng" | "cast" => &["count"],
+        _ => &[],
+    };
+    if let Some(p) = preferred.iter().find(|p| f.varying.iter().any(|v| v == *p)) {
+        return Some(p.to_string());
+    }
+    f.varying
+        .iter()
+        .find(|name| {
+            f.rows()
+                .iter()
+                .all(|r| r.param_f64(name).is_some_and(f64::is_finite))
+        })
+        .cloned()
+}
+
+/// Orders a parameter's values: numbers numerically, words (directions, dtypes) in the order
+/// the run met them, which is the sweep file's order (`fwd, bwd_data, bwd_weights`).
+struct Order {
+    first_seen: HashMap<(String, String), usize>,
+}
+
+impl Order {
+    fn new(rows: &[Row]) -> Order {
+        let mut first_seen = HashMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            for (k, v) in &r.params {
+                first_seen.entry((k.clone(), v.clone())).or_insert(i);
+            }
+        }
+        Order { first_seen }
+    }
+
+    fn cmp(&self, param: &str, a: &str, b: &str) -> Ordering {
+        match (a.parse::<f64>(), b.parse::<f64>()) {
+            (Ok(x), Ok(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+            _ => {
+                let rank = |v: &str| {
+                    self.first_seen
+                        .get(&(param.to_string(), v.to_string()))
+                        .copied()
+                        .unwrap_or(usize::MAX)
+                };
+                rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
+            }
+        }
+    }
+
+    fn cmp_keys(&self, params: &[String], a: &[String], b: &[String]) -> Ordering {
+        params
+            .iter()
+            .zip(a.iter().zip(b))
+            .map(|(p, (x, y))| self.cmp(p, x, y))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    }
+}
+
+/// The y parameters' values of a row, as the tuple the row's y position is keyed on.
+fn y_key(r: &Row, params: &[String]) -> Vec<String> {
+    params
+        .iter()
+        .map(|p| r.param(p).unwrap_or("").to_string())
+        .collect()
+}
+
+/// Parameters that read as one thing written `a→b`: a channel configuration, a conversion.
+fn is_pair(a: &str, b: &str) -> bool {
+    matches!((a, b), ("c_in", "c_out") | ("from", "to"))
+}
+
+/// `c_in→c_out` reads as one channel configuration; other numbers keep their name so that a
+/// bare `3` is not mistaken for a channel count; words (dtypes, directions) speak for themselves.
+fn y_label(params: &[String], values: &[String]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < params.len() {
+        if params
+            .get(i + 1)
+            .is_some_and(|next| is_pair(&params[i], next))
+        {
+            parts.push(format!("{}→{}", values[i], values[i + 1]));
+            i += 2;
+            continue;
+        }
+        if values[i].parse::<f64>().is_ok() || values[i] == "true" || values[i] == "false" {
+            parts.push(format!("{}={}", params[i], values[i]));
+        } else {
+            parts.push(values[i].clone());
+        }
+        i += 1;
+    }
+    parts.join(" · ")
+}
+
+fn y_title(groups: &[(String, Vec<String>)]) -> String {
+    let named = |(p, followers): &(String, Vec<String>)| {
+        if followers.is_empty() {
+            p.clone()
+        } else {
+            format!("{p} (= {})", followers.join(" = "))
+        }
+    };
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < groups.len() {
+        if groups
+            .get(i + 1)
+            .is_some_and(|g| is_pair(&groups[i].0, &g.0))
+        {
+            parts.push(format!("{}→{}", groups[i].0, groups[i + 1].0));
+            i += 2;
+        } else {
+            parts.push(named(&groups[i]));
+            i += 1;
+        }
+    }
+    parts.join(" · ")
+}
+
+pub fn build(f: &Facts) -> Option<Heatmap> {
+    let rows = f.rows();
+    if rows.is_empty() {
+        return None;
+    }
+    let op = f.run.manifest.sweep.op.as_str();
+    let x = x_param(op, f);
+    let x_of = |r: &Row| -> String {
+        x.as_deref()
+            .map_or("all".to_string(), |p| r.param(p).unwrap_or("").to_string())
+    };
+    let order = Order::new(rows);
+    let mut x_labels: Vec<String> = rows
+        .iter()
+        .map(&x_of)
+        .collect::<HashSet<String>>()
+        .into_iter()
+        .collect();
+    x_labels.sort_by(|a, b| order.cmp(x.as_deref().unwrap_or(""), a, b));
+    let x_index: HashMap<&str, usize> = x_labels
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.as_str(), i))
+        .collect();
+
+    let mut ordered: Vec<String> = x.iter().cloned().collect();
+    ordered.extend(f.varying.iter().filter(|p| Some(*p) != x.as_ref()).cloned());
+    let mut groups = f.leaders(&ordered);
+    let x_followers = match &x {
+        Some(_) if !groups.is_empty() => groups.remove(0).1,
+        _ => Vec::new(),
+    };
+    // Channels lead the y axis: the RDNA1 maps this report exists for are channels x size.
+    groups.sort_by_key(|(p, _)| match p.as_str() {
+        "c_in" => 0,
+        "c_out" => 1,
+        _ => 2,
+    });
+    let mut y_params: Vec<String> = groups.iter().map(|(p, _)| p.clone()).collect();
+    let mut folded: Vec<String> = Vec::new();
+    let mut y_keys: Vec<Vec<String>>;
+    loop {
+        y_keys = rows
+            .iter()
+            .map(|r| y_key(r, &y_params))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        if y_keys.len() <= MAX_ROWS || y_params.len() <= 1 {
+            break;
+        }
+        if let Some(p) = y_params.pop() {
+            folded.insert(0, p);
+        }
+    }
+    y_keys.sort_by(|a, b| order.cmp_keys(&y_params, a, b));
+    let y_index: HashMap<&[String], usize> = y_keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_slice(), i))
+        .collect();
+    let y_labels: Vec<String> = if y_params.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        y_keys.iter().map(|k| y_label(&y_params, k)).collect()
+    };
+
+    let multi_env = f.envs.len() > 1;
+    let mut panel_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let mut keys: Vec<(usize, usize)> = rows
+        .iter()
+        .map(|r| {
+            let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
+            (f.env_index(&r.env), s)
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let nx = x_labels.len();
+    let ny = y_labels.len();
+    let mut panels: Vec<Panel> = Vec::new();
+    for (e, s) in keys {
+        let mut parts = Vec::new();
+        if multi_env {
+            parts.push(f.env_labels[e].clone());
+        }
+        parts.push(format!("solver {}", f.solvers[s]));
+        panel_of.insert((e, s), panels.len());
+        panels.push(Panel {
+            title: parts.join(" · "),
+            cells: vec![None; nx * ny],
+        });
+    }
+    let mut units_per_cell: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for r in rows {
+        let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
+        let Some(&p) = panel_of.get(&(f.env_index(&r.env), s)) else {
+            continue;
+        };
+        let xi = x_index.get(x_of(r).as_str()).copied().unwrap_or(0);
+        let yk = y_key(r, &y_params);
+        let yi = y_index.get(yk.as_slice()).copied().unwrap_or(0);
+        let idx = yi * nx + xi;
+        *units_per_cell.entry((p, idx)).or_default() += 1;
+        let cell = &mut panels[p].cells[idx];
+        let worse = cell
+            .as_ref()
+            .is_none_or(|c| facts::severity(r.status) > facts::severity(c.status));
+        if worse {
+            *cell = Some(Cell {
+                status: r.status,
+                phase: r.phase.clone(),
+            });
+        }
+    }
+    let shared = units_per_cell.values().any(|n| *n > 1);
+
+    let x_title = match &x {
+        Some(p) if x_followers.is_empty() => p.clone(),
+        Some(p) => format!("{p} (= {})", x_followers.join(" = ")),
+        None => "(no size parameter varies)".to_string(),
+    };
+    let mut subtitle = vec![format!(
+        "{} · {}",
+        f.run.manifest.sweep.name,
+        facts::counts_line(&f.counts(None))
+    )];
+    if folded.is_empty() && !shared {
+        subtitle[0].push_str(" · one unit per cell");
+    } else {
+        let what = if folded.is_empty() {
+            "several units".to_string()
+        } else {
+            format!("all values of {}", folded.join(", "))
+        };
+        subtitle.push(format!(
+            "each cell holds {what} and shows the worst of them:"
+        ));
+        subtitle.push(
+            "hang > crash > nonfinite > zeros > mismatch > error > interrupted > skipped > unsupported > ok"
+                .to_string(),
+        );
+    }
+    let lf = draw::font(LABEL_PX);
+    let y_title = y_title(&groups[..y_params.len()]);
+    let y_label_w = y_labels
+        .iter()
+        .map(|l| draw::text_width(&lf, l))
+        .chain(std::iter::once(draw::text_width(
+            &draw::bold(LABEL_PX),
+            &y_title,
+        )))
+        .max()
+        .unwrap_or(0)
+        .clamp(30, 320)
+        + 10;
+    let cell_w = (680 / nx.max(1) as u32).clamp(46, 96);
+    let panel_w = y_label_w + cell_w * nx as u32 + MARGIN;
+    let cols = if panels.len() > 1 && 2 * panel_w <= 1600 {
+        2
+    } else {
+        1
+    };
+    Some(Heatmap {
+        title: title(f),
+        subtitle,
+        x_title,
+        y_title,
+        x_labels,
+        y_labels,
+        panels,
+        cell_w,
+        y_label_w,
+        cols,
+    })
+}
+
+fn legend_items() -> Vec<LegendItem> {
+    let mut v: Vec<LegendItem> = Status::ALL
+        .iter()
+        .map(|s| {
+            let code = facts::code(*s);
+            let text = if code.is_empty() {
+                s.name().to_string()
+            } else if facts::shows_phase(*s) {
+                format!("{code}:phase {s}")
+            } else {
+                format!("{code} {s}")
+            };
+            LegendItem {
+                color: facts::color(*s),
+                text,
+                line: false,
+            }
+        })
+        .collect();
+    v.push(LegendItem {
+        color: NO_UNIT,
+        text: "no unit".to_string(),
+        line: false,
+    });
+    v
+}
+
+impl Heatmap {
+    fn panel_w(&self) -> u32 {
+        self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN
+    }
+    fn panel_h(&self) -> u32 {
+        PANEL_TITLE_H + Y_TITLE_ROW_H + CELL_H * self.y_labels.len() as u32 + BELOW_GRID_H
+    }
+    fn width(&self) -> u32 {
+        (self.cols * self.panel_w() + 2 * MARGIN).max(820)
+    }
+    fn top(&self) -> u32 {
+        TOP + 20 * (self.subtitle.len() as u32).saturating_sub(1)
+    }
+
+    fn draw_panel<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        p: &Panel,
+        (ox, oy): (i32, i32),
+    ) -> DrawResult<DB> {
+        let nx = self.x_labels.len();
+        let ny = self.y_labels.len();
+        let (cw, ch) = (self.cell_w as i32, CELL_H as i32);
+        let gx = ox + self.y_label_w as i32;
+        let gy = oy + (PANEL_TITLE_H + Y_TITLE_ROW_H) as i32;
+        let grid_w = cw * nx as i32;
+        let grid_h = ch * ny as i32;
+        let tf = draw::bold(15.0);
+        let shown = draw::fit(&tf, &p.title, self.panel_w() - MARGIN);
+        let title_at = (gx + grid_w / 2, oy + PANEL_TITLE_H as i32 / 2);
+        c.text(&shown, title_at, &tf, &BLACK, draw::CENTER)?;
+        for yi in 0..ny {
+            // Smallest configuration at the bottom, as on a plot's y axis.
+            let y0 = gy + (ny - 1 - yi) as i32 * ch;
+            for xi in 0..nx {
+                let x0 = gx + xi as i32 * cw;
+                let cell = p.cells[yi * nx + xi].as_ref();
+                let bg = cell.map_or(NO_UNIT, |cell| facts::color(cell.status));
+                c.area.draw(&Rectangle::new(
+                    [(x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1)],
+                    bg.filled(),
+                ))?;
+                if let Some(cell) = cell {
+                    cell_text(c, cell, (x0, y0), (cw, ch), draw::contrast(bg))?;
+                }
+            }
+        }
+        let lf = draw::font(LABEL_PX);
+        for (yi, label) in self.y_labels.iter().enumerate() {
+            let cy = gy + (ny - 1 - yi) as i32 * ch + ch / 2;
+            let shown = draw::fit(&lf, label, self.y_label_w - 8);
+            c.text(&shown, (gx - 6, cy), &lf, &draw::GREY, draw::RIGHT)?;
+        }
+        // Thin out x labels that would run into each other.
+        let widest = self
+            .x_labels
+            .iter()
+            .map(|l| draw::text_width(&lf, l))
+            .max()
+            .unwrap_or(0) as i32;
+        let every = ((widest + 8) / cw.max(1) + 1).max(1) as usize;
+        for (xi, label) in self.x_labels.iter().enumerate() {
+            if xi % every == 0 {
+                let at = (gx + xi as i32 * cw + cw / 2, gy + grid_h + 12);
+                c.text(label, at, &lf, &draw::GREY, draw::CENTER)?;
+            }
+        }
+        let af = draw::font(14.0);
+        let at = (gx + grid_w / 2, gy + grid_h + 34);
+        c.text(&self.x_title, at, &af, &BLACK, draw::CENTER)?;
+        if !self.y_title.is_empty() {
+            let yf = draw::bold(LABEL_PX);
+            let shown = draw::fit(&yf, &self.y_title, self.y_label_w - 8);
+            let at = (gx - 6, gy - Y_TITLE_ROW_H as i32 / 2);
+            c.text(&shown, at, &yf, &draw::GREY, draw::RIGHT)?;
+        }
+        Ok(())
+    }
+}
+
+/// Hang, crash and interrupted cells say in which phase; the others carry their letter.
+fn cell_text<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    cell: &Cell,
+    (x0, y0): (i32, i32),
+    (cw, ch): (i32, i32),
+    color: RGBColor,
+) -> DrawResult<DB> {
+    let code = facts::code(cell.status);
+    if code.is_empty() {
+        return Ok(());
+    }
+    let (cx, cy) = (x0 + cw / 2, y0 + ch / 2);
+    let room = (cw - 6).max(0) as u32;
+    if facts::shows_phase(cell.status) && !cell.phase.is_empty() {
+        let text = format!("{code}:{}", cell.phase);
+        for px in [12.0, 10.0] {
+            let f = draw::font(px);
+            if draw::text_width(&f, &text) <= room {
+                return c.text(&text, (cx, cy), &f, &color, draw::CENTER);
+            }
+        }
+        let small = draw::font(9.5);
+        if draw::text_width(&small, &cell.phase) <= room {
+            c.text(code, (cx, cy - 7), &draw::bold(10.0), &color, draw::CENTER)?;
+            return c.text(&cell.phase, (cx, cy + 7), &small, &color, draw::CENTER);
+        }
+    }
+    c.text(code, (cx, cy), &draw::bold(12.0), &color, draw::CENTER)
+}
+
+impl Figure for Heatmap {
+    fn size(&self) -> (u32, u32) {
+        let rows = (self.panels.len() as u32).div_ceil(self.cols);
+        let w = self.width();
+        let legend = draw::legend_height(&legend_items(), &draw::font(13.0), w - 2 * MARGIN);
+        (w, self.top() + rows * self.panel_h() + legend + 2 * MARGIN)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
+        let w = self.width();
+        draw::title(c, &self.title, w)?;
+        for (i, line) in self.subtitle.iter().enumerate() {
+            draw::subtitle(c, line, w, 50 + 20 * i as i32)?;
+        }
+        // Centre the panel grid when the figure is wider than the panels need.
+        let used = self.cols * self.panel_w();
+        let left = ((w - used) / 2) as i32;
+        for (i, p) in self.panels.iter().enumerate() {
+            let col = i as u32 % self.cols;
+            let row = i as u32 / self.cols;
+            let origin = (
+                left + (col * self.panel_w()) as i32,
+                (self.top() + row * self.panel_h()) as i32,
+            );
+            self.draw_panel(c, p, origin)?;
+        }
+        let rows = (self.panels.len() as u32).div_ceil(self.cols);
+        draw::draw_legend(
+            c,
+            &legend_items(),
+            &draw::font(13.0),
+            (
+                MARGIN as i32,
+                (self.top() + rows * self.panel_h() + MARGIN / 2) as i32,
+            ),
+            w - 2 * MARGIN,
+        )
+    }
+}

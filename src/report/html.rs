@@ -1,0 +1,524 @@
+//! report.html: one self-contained page (plots embedded as PNG data URIs, no scripts, no
+//! external files) that can be mailed or attached to a bug report as it is.
+
+use super::facts::{self, Facts};
+use crate::analyze::rundata::Row;
+use crate::error::CmdError;
+use crate::results::status::Status;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Tables stop here so a run with thousands of failures still opens in a browser; the CSV has
+/// the rest.
+const MAX_TABLE_ROWS: usize = 500;
+
+/// A plot already written next to the report, to embed.
+pub struct Plot {
+    pub heading: &'static str,
+    pub png: PathBuf,
+    pub svg: PathBuf,
+    pub caption: String,
+}
+
+/// Text for HTML element content and attribute values: error texts come from libraries and
+/// worker logs and may contain anything.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Standard base64 with padding (RFC 4648), for data URIs.
+pub fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        let sextets = [(n >> 18) & 63, (n >> 12) & 63, (n >> 6) & 63, n & 63];
+        for (i, s) in sextets.iter().enumerate() {
+            if i <= chunk.len() {
+                out.push(char::from(ABC[*s as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body { font-family: "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px 32px; color: #212121; max-width: 1400px; }
+h1 { font-size: 26px; margin: 0 0 4px 0; }
+h2 { font-size: 20px; margin: 28px 0 10px 0; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+p.sub { color: #555; margin: 0 0 12px 0; font-size: 15px; }
+table { border-collapse: collapse; font-size: 14px; margin: 6px 0; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f5f5f5; }
+table.kv th { width: 170px; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.zero td { color: #aaa; }
+.sw { display: inline-block; width: 12px; height: 12px; border: 1px solid #777; margin-right: 6px; vertical-align: -1px; }
+.badge { display: inline-block; padding: 1px 7px; border-radius: 3px; font-weight: bold; font-size: 13px; }
+.err { white-space: pre-wrap; word-break: break-word; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; max-width: 620px; }
+details pre { white-space: pre-wrap; word-break: break-word; font-size: 12px; background: #fafafa; border: 1px solid #eee; padding: 6px; margin: 4px 0 0 0; }
+figure { margin: 8px 0 16px 0; }
+figure img { max-width: 100%; border: 1px solid #e0e0e0; }
+figcaption { color: #555; font-size: 13px; margin-top: 4px; }
+code { font-size: 13px; word-break: break-all; }
+.note { color: #555; font-size: 14px; }
+"#;
+
+pub fn write(f: &Facts, dir: &Path, plots: &[Plot]) -> Result<PathBuf, CmdError> {
+    let page = render(f, plots)?;
+    let path = dir.join("report.html");
+    std::fs::write(&path, page)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
+    Ok(path)
+}
+
+fn badge(s: Status) -> String {
+    let bg = facts::color(s);
+    let fg = super::draw::contrast(bg);
+    format!(
+        r#"<span class="badge" style="background:{};color:{}">{}</span>"#,
+        facts::hex(bg),
+        facts::hex(fg),
+        s.name()
+    )
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
+    let m = &f.run.manifest;
+    let mut h = String::new();
+    let name = escape(&m.sweep.name);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rocsweep report: {name}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+    );
+    let _ = write!(
+        h,
+        "<h1>rocsweep report: {name}</h1>\n<p class=\"sub\">{} on {} · {}</p>\n",
+        escape(&m.sweep.op),
+        escape(&f.device()),
+        escape(&facts::counts_line(&f.counts(None)))
+    );
+    run_table(&mut h, f);
+    counts_table(&mut h, f);
+    for p in plots {
+        let bytes = std::fs::read(&p.png)
+            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.png.display())))?;
+        let _ = write!(
+            h,
+            "<h2>{}</h2>\n<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} <a href=\"{}\">{}</a> · <a href=\"{}\">{}</a></figcaption></figure>\n",
+            escape(p.heading),
+            base64(&bytes),
+            escape(p.heading),
+            escape(&p.caption),
+            escape(&file_name(&p.png)),
+            escape(&file_name(&p.png)),
+            escape(&file_name(&p.svg)),
+            escape(&file_name(&p.svg)),
+        );
+    }
+    let not_ok = f.not_ok();
+    let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
+        not_ok.into_iter().partition(|r| r.status.is_failure());
+    h.push_str("<h2>Failures</h2>\n");
+    if failures.is_empty() {
+        h.push_str("<p class=\"note\">No unit failed (no mismatch, zeros, nonfinite, hang, crash or error).</p>\n");
+    } else {
+        units_table(&mut h, f, &failures);
+    }
+    h.push_str("<h2>Not supported, skipped or interrupted</h2>\n");
+    if not_run.is_empty() {
+        h.push_str("<p class=\"note\">None.</p>\n");
+    } else {
+        units_table(&mut h, f, &not_run);
+    }
+    fastest_table(&mut h, f);
+    files_list(&mut h, f, plots);
+    let _ = write!(
+        h,
+        "<p class=\"note\">Written by rocsweep {} from results.csv and manifest.json; nothing here touched a device.</p>\n</body>\n</html>\n",
+        escape(crate::build_info::VERSION)
+    );
+    Ok(h)
+}
+
+fn kv(h: &mut String, key: &str, value_html: &str) {
+    let _ = writeln!(h, "<tr><th>{}</th><td>{value_html}</td></tr>", escape(key));
+}
+
+fn run_table(h: &mut String, f: &Facts) {
+    let m = &f.run.manifest;
+    h.push_str("<h2>Run</h2>\n<table class=\"kv\">\n");
+    let mut sweep = format!("{} (op {})", escape(&m.sweep.name), escape(&m.sweep.op));
+    if !m.sweep.path.is_empty() {
+        let _ = write!(sweep, " · <code>{}</code>", escape(&m.sweep.path));
+    }
+    let sha: String = m.sweep.sha256.chars().take(16).collect();
+    if !sha.is_empty() {
+        let _ = write!(sweep, " · sha256 {}", escape(&sha));
+    }
+    if !m.sweep.overrides.is_empty() {
+        let _ = write!(
+            sweep,
+            " · overrides <code>{}</code>",
+            escape(&m.sweep.overrides.join(" "))
+        );
+    }
+    kv(h, "sweep", &sweep);
+    kv(h, "device", &escape(&f.device()));
+    let b = &m.backend;
+    let mut backend = escape(&b.backend);
+    if let Some(missing) = &b.missing {
+        let _ = write!(backend, " (not available: {})", escape(missing));
+    }
+    kv(h, "backend", &backend);
+    let libs: Vec<String> = b
+        .versions
+        .iter()
+        .map(|(k, v)| format!("{} {}", escape(k), escape(v)))
+        .collect();
+    kv(
+        h,
+        "libraries",
+        &if libs.is_empty() {
+            "(none recorded)".to_string()
+        } else {
+            libs.join(" · ")
+        },
+    );
+    let host = &m.host;
+    kv(
+        h,
+        "host",
+        &escape(&format!(
+            "{} · {} · kernel {} · {} · {} · {} logical CPUs · {:.1} GiB",
+            host.hostname,
+            host.os,
+            host.kernel,
+            host.arch,
+            host.cpu,
+            host.logical_cpus,
+            host.memory_bytes as f64 / (1u64 << 30) as f64
+        )),
+    );
+    kv(
+        h,
+        "rocsweep",
+        &escape(&format!("{} (commit {})", m.rocsweep_version, m.git_commit)),
+    );
+    kv(
+        h,
+        "time (UTC)",
+        &escape(&format!(
+            "started {} · finished {}",
+            m.started_at,
+            m.finished_at.as_deref().unwrap_or("(not finished)")
+        )),
+    );
+    let rows = f.rows().len() as u64;
+    let mut units = format!("{} planned · {} with a row", m.units_planned, rows);
+    if rows < m.units_planned {
+        let _ = write!(
+            units,
+            " · {} without a row (run incomplete; `rocsweep run --resume` continues it)",
+            m.units_planned - rows
+        );
+    }
+    if m.invalid_combinations > 0 {
+        let _ = write!(
+            units,
+            " · {} invalid combinations dropped{}",
+            m.invalid_combinations,
+            m.invalid_example
+                .as_deref()
+                .map(|e| format!(" (e.g. {e})"))
+                .unwrap_or_default()
+        );
+    }
+    kv(h, "units", &escape(&units));
+    let envs: Vec<String> = m
+        .env_combos
+        .iter()
+        .map(|c| {
+            let k = c.key();
+            if k.is_empty() {
+                "(none)".to_string()
+            } else {
+                format!("<code>{}</code>", escape(&k))
+            }
+        })
+        .collect();
+    kv(h, "env combinations", &envs.join("<br>"));
+    if let Some(s) = &m.stopped {
+        kv(h, "stopped early", &escape(s));
+    }
+    if !m.resumed.is_empty() {
+        kv(h, "resumed", &escape(&m.resumed.join(", ")));
+    }
+    kv(
+        h,
+        "command",
+        &format!("<code>{}</code>", escape(&m.command_line.join(" "))),
+    );
+    h.push_str("</table>\n");
+}
+
+fn counts_table(h: &mut String, f: &Facts) {
+    h.push_str(
+        "<h2>Counts per status</h2>\n<table>\n<tr><th>status</th><th class=\"num\">all</th>",
+    );
+    let per_env = f.envs.len() > 1;
+    if per_env {
+        for l in &f.env_labels {
+            let _ = write!(h, "<th class=\"num\">{}</th>", escape(l));
+        }
+    }
+    h.push_str("</tr>\n");
+    let all = f.counts(None);
+    let by_env: Vec<[u64; 10]> = f.envs.iter().map(|e| f.counts(Some(e))).collect();
+    for (i, s) in Status::ALL.iter().enumerate() {
+        let class = if all[i] == 0 { " class=\"zero\"" } else { "" };
+        let _ = write!(
+            h,
+            "<tr{class}><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+            facts::hex(facts::color(*s)),
+            s.name(),
+            all[i]
+        );
+        if per_env {
+            for c in &by_env {
+                let _ = write!(h, "<td class=\"num\">{}</td>", c[i]);
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    let _ = write!(
+        h,
+        "<tr><th>total</th><th class=\"num\">{}</th>",
+        all.iter().sum::<u64>()
+    );
+    if per_env {
+        for c in &by_env {
+            let _ = write!(h, "<th class=\"num\">{}</th>", c.iter().sum::<u64>());
+        }
+    }
+    h.push_str("</tr>\n</table>\n");
+}
+
+/// The error's first line in the table; the worker's log tail (joined with ` | ` in the CSV)
+/// folded away below it, one line per line again.
+fn error_cell(error: &str) -> String {
+    let mut parts = error.split(" | ");
+    let first = parts.next().unwrap_or("");
+    let rest: Vec<&str> = parts.collect();
+    let mut out = format!("<div class=\"err\">{}</div>", escape(first));
+    if !rest.is_empty() {
+        let _ = write!(
+            out,
+            "<details><summary>{} more line{}</summary><pre>{}</pre></details>",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" },
+            escape(&rest.join("\n"))
+        );
+    }
+    out
+}
+
+fn units_table(h: &mut String, f: &Facts, rows: &[&Row]) {
+    let multi_env = f.envs.len() > 1;
+    h.push_str("<table>\n<tr><th>status</th><th>phase</th><th>solver</th>");
+    if multi_env {
+        h.push_str("<th>env</th>");
+    }
+    h.push_str("<th>case</th><th>error</th></tr>\n");
+    for r in rows.iter().take(MAX_TABLE_ROWS) {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            badge(r.status),
+            escape(&r.phase),
+            escape(&r.solver)
+        );
+        if multi_env {
+            let _ = write!(h, "<td>{}</td>", escape(f.env_label(&r.env)));
+        }
+        let _ = writeln!(
+            h,
+            "<td title=\"{} {}\">{}</td><td>{}</td></tr>",
+            escape(&r.case_id),
+            escape(&r.params_text()),
+            escape(&f.case_label(r)),
+            error_cell(&r.error)
+        );
+    }
+    h.push_str("</table>\n");
+    if rows.len() > MAX_TABLE_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} more in results.csv.</p>",
+            rows.len() - MAX_TABLE_ROWS
+        );
+    }
+}
+
+fn fastest_table(h: &mut String, f: &Facts) {
+    let fastest = f.fastest();
+    h.push_str("<h2>Fastest solver per case</h2>\n");
+    if fastest.is_empty() {
+        h.push_str("<p class=\"note\">No timings: no unit ended ok with a median time.</p>\n");
+        return;
+    }
+    let multi_env = f.envs.len() > 1;
+    let unit = f.metric.rate_unit();
+    h.push_str("<table>\n<tr><th>case</th><th>fastest solver</th>");
+    if multi_env {
+        h.push_str("<th>env</th>");
+    }
+    // With one timed unit per case there is no choice to show.
+    let choice = fastest.iter().any(|x| x.timed > 1);
+    let _ = write!(
+        h,
+        "<th class=\"num\">median ms</th><th class=\"num\">{unit}</th>"
+    );
+    if choice {
+        h.push_str("<th>next fastest</th><th class=\"num\">timed units</th>");
+    }
+    h.push_str("</tr>\n");
+    let who = |r: &Row| {
+        if multi_env {
+            format!("{} · {}", r.solver, f.env_label(&r.env))
+        } else {
+            r.solver.clone()
+        }
+    };
+    for x in fastest.iter().take(MAX_TABLE_ROWS) {
+        let b = x.best;
+        let _ = write!(
+            h,
+            "<tr><td title=\"{}\">{}</td><td>{}</td>",
+            escape(&b.case_id),
+            escape(&f.case_label(b)),
+            escape(&b.solver)
+        );
+        if multi_env {
+            let _ = write!(h, "<td>{}</td>", escape(f.env_label(&b.env)));
+        }
+        let median = b.median_ms.map(facts::ms).unwrap_or_default();
+        let rate = f
+            .metric
+            .rate(b)
+            .map(|v| format!("{v:.2}"))
+            .unwrap_or_default();
+        let next = match (x.runner_up, b.median_ms) {
+            (Some(n), Some(bm)) if bm > 0.0 => {
+                format!("{} ({:.2}x slower)", who(n), n.median_ms.unwrap_or(bm) / bm)
+            }
+            _ => "(only one)".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<td class=\"num\">{median}</td><td class=\"num\">{rate}</td>"
+        );
+        if choice {
+            let _ = write!(
+                h,
+                "<td>{}</td><td class=\"num\">{}</td>",
+                escape(&next),
+                x.timed
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    if fastest.len() > MAX_TABLE_ROWS {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} more cases in results.csv.</p>",
+            fastest.len() - MAX_TABLE_ROWS
+        );
+    }
+}
+
+fn files_list(h: &mut String, f: &Facts, plots: &[Plot]) {
+    h.push_str("<h2>Files</h2>\n<ul>\n");
+    let _ = writeln!(
+        h,
+        "<li>run directory: <code>{}</code></li>",
+        escape(&f.dir_text())
+    );
+    let mut names: Vec<String> = vec![
+        "results.csv".into(),
+        "manifest.json".into(),
+        "summary.md".into(),
+    ];
+    for p in plots {
+        names.push(file_name(&p.png));
+        names.push(file_name(&p.svg));
+    }
+    for n in names {
+        let n = escape(&n);
+        let _ = writeln!(h, "<li><a href=\"{n}\">{n}</a></li>");
+    }
+    h.push_str("</ul>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_neutralises_markup() {
+        assert_eq!(
+            escape(r#"<script>alert(1)</script> & "q" 'a'"#),
+            "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot; &#39;a&#39;"
+        );
+        assert_eq!(escape("plain"), "plain");
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        let cases = [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ];
+        for (plain, enc) in cases {
+            assert_eq!(base64(plain.as_bytes()), enc);
+        }
+    }
+
+    #[test]
+    fn error_cell_folds_the_log_tail() {
+        let c = error_cell("killed by SIGSEGV | --- worker log tail --- | a<b");
+        assert!(c.contains("killed by SIGSEGV</div>"));
+        assert!(c.contains("2 more lines"));
+        assert!(c.contains("--- worker log tail ---\na&lt;b"));
+    }
+}

@@ -1,0 +1,234 @@
+//! summary.md: the report's facts as Markdown, for pasting into an issue or a pull request.
+
+use super::facts::{self, Facts};
+use crate::analyze::rundata::Row;
+use crate::error::CmdError;
+use crate::results::status::Status;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Issue trackers cut long comments; the CSV has every row.
+const MAX_TABLE_ROWS: usize = 200;
+const MAX_ERROR_CHARS: usize = 200;
+
+/// A table cell: `|` would end the cell, and angle brackets or ampersands would be taken as
+/// HTML by renderers that allow some.
+pub fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' => out.push_str("\\\\"),
+            '`' => out.push_str("\\`"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\n' | '\r' => out.push(' '),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn short_error(e: &str) -> String {
+    let first = e.split(" | ").next().unwrap_or("");
+    if first.chars().count() > MAX_ERROR_CHARS {
+        first.chars().take(MAX_ERROR_CHARS).collect::<String>() + "…"
+    } else {
+        first.to_string()
+    }
+}
+
+pub fn write(f: &Facts, dir: &Path, files: &[PathBuf]) -> Result<PathBuf, CmdError> {
+    let path = dir.join("summary.md");
+    std::fs::write(&path, render(f, files))
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
+    Ok(path)
+}
+
+pub fn render(f: &Facts, files: &[PathBuf]) -> String {
+    let m = &f.run.manifest;
+    let mut s = String::new();
+    let _ = writeln!(s, "# rocsweep report: {}\n", cell(&m.sweep.name));
+    let _ = writeln!(
+        s,
+        "- sweep: {} (op {}), file {}",
+        cell(&m.sweep.name),
+        cell(&m.sweep.op),
+        cell(&m.sweep.path)
+    );
+    let libs: Vec<String> = m
+        .backend
+        .versions
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "- device: {} (backend {}; {})",
+        cell(&f.device()),
+        cell(&m.backend.backend),
+        cell(&libs.join(", "))
+    );
+    let _ = writeln!(
+        s,
+        "- host: {} · {} · kernel {} · {}",
+        cell(&m.host.hostname),
+        cell(&m.host.os),
+        cell(&m.host.kernel),
+        cell(&m.host.cpu)
+    );
+    let _ = writeln!(
+        s,
+        "- rocsweep {} (commit {}), started {}, finished {}",
+        cell(&m.rocsweep_version),
+        cell(&m.git_commit),
+        cell(&m.started_at),
+        cell(m.finished_at.as_deref().unwrap_or("(not finished)"))
+    );
+    if let Some(stop) = &m.stopped {
+        let _ = writeln!(s, "- stopped early: {}", cell(stop));
+    }
+    let _ = writeln!(s, "\nCounts: {}\n", facts::counts_line(&f.counts(None)));
+    if f.rows().is_empty() {
+        s.push_str("results.csv has no rows.\n");
+    } else {
+        counts_table(&mut s, f);
+    }
+    let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
+        f.not_ok().into_iter().partition(|r| r.status.is_failure());
+    s.push_str("\n## Failures\n\n");
+    if failures.is_empty() {
+        s.push_str("None.\n");
+    } else {
+        units_table(&mut s, f, &failures);
+    }
+    s.push_str("\n## Not supported, skipped or interrupted\n\n");
+    if not_run.is_empty() {
+        s.push_str("None.\n");
+    } else {
+        units_table(&mut s, f, &not_run);
+    }
+    fastest_table(&mut s, f);
+    let _ = writeln!(s, "\n## Files\n\nIn {}:\n", cell(&f.dir_text()));
+    for p in files {
+        if let Some(n) = p.file_name() {
+            let _ = writeln!(s, "- {}", cell(&n.to_string_lossy()));
+        }
+    }
+    s.push_str("- summary.md\n- results.csv, manifest.json (the data all of this is made from)\n");
+    s
+}
+
+fn counts_table(s: &mut String, f: &Facts) {
+    let present: Vec<(usize, Status)> = Status::ALL
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(i, _)| f.counts(None)[*i] > 0)
+        .collect();
+    s.push_str("| env combination |");
+    for (_, st) in &present {
+        let _ = write!(s, " {st} |");
+    }
+    s.push_str(" total |\n|---|");
+    for _ in &present {
+        s.push_str("---:|");
+    }
+    s.push_str("---:|\n");
+    for (key, label) in f.envs.iter().zip(&f.env_labels) {
+        let c = f.counts(Some(key));
+        let _ = write!(s, "| {} |", cell(label));
+        for (i, _) in &present {
+            let _ = write!(s, " {} |", c[*i]);
+        }
+        let _ = writeln!(s, " {} |", c.iter().sum::<u64>());
+    }
+}
+
+fn units_table(s: &mut String, f: &Facts, rows: &[&Row]) {
+    let multi_env = f.envs.len() > 1;
+    s.push_str("| status | phase | solver |");
+    if multi_env {
+        s.push_str(" env |");
+    }
+    s.push_str(" case | error |\n|---|---|---|");
+    if multi_env {
+        s.push_str("---|");
+    }
+    s.push_str("---|---|\n");
+    for r in rows.iter().take(MAX_TABLE_ROWS) {
+        let _ = write!(
+            s,
+            "| {} | {} | {} |",
+            r.status,
+            cell(&r.phase),
+            cell(&r.solver)
+        );
+        if multi_env {
+            let _ = write!(s, " {} |", cell(f.env_label(&r.env)));
+        }
+        let _ = writeln!(
+            s,
+            " {} | {} |",
+            cell(&f.case_label(r)),
+            cell(&short_error(&r.error))
+        );
+    }
+    if rows.len() > MAX_TABLE_ROWS {
+        let _ = writeln!(s, "\n{} more in results.csv.", rows.len() - MAX_TABLE_ROWS);
+    }
+}
+
+fn fastest_table(s: &mut String, f: &Facts) {
+    let fastest = f.fastest();
+    s.push_str("\n## Fastest solver per case\n\n");
+    if fastest.is_empty() {
+        s.push_str("No timings: no unit ended ok with a median time.\n");
+        return;
+    }
+    let multi_env = f.envs.len() > 1;
+    s.push_str("| case | solver |");
+    if multi_env {
+        s.push_str(" env |");
+    }
+    let _ = writeln!(s, " median ms | {} |", f.metric.rate_unit());
+    s.push_str("|---|---|");
+    if multi_env {
+        s.push_str("---|");
+    }
+    s.push_str("---:|---:|\n");
+    for x in fastest.iter().take(MAX_TABLE_ROWS) {
+        let b = x.best;
+        let _ = write!(s, "| {} | {} |", cell(&f.case_label(b)), cell(&b.solver));
+        if multi_env {
+            let _ = write!(s, " {} |", cell(f.env_label(&b.env)));
+        }
+        let _ = writeln!(
+            s,
+            " {} | {} |",
+            b.median_ms.map(facts::ms).unwrap_or_default(),
+            f.metric
+                .rate(b)
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_default()
+        );
+    }
+    if fastest.len() > MAX_TABLE_ROWS {
+        let _ = writeln!(
+            s,
+            "\n{} more cases in results.csv.",
+            fastest.len() - MAX_TABLE_ROWS
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_cannot_break_the_table_or_inject_html() {
+        assert_eq!(cell("a|b <s> & c"), "a\\|b &lt;s&gt; &amp; c");
+    }
+}

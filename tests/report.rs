@@ -1,0 +1,274 @@
+//! `rocsweep report`: every file is written for real run directories (copies of the committed
+//! fixtures, so the fixtures stay untouched), for a run with every status and for a run with no
+//! rows; HTML escaping; bad run directories are bad input.
+
+use rocsweep::error::CmdError;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FILES: [&str; 8] = [
+    "heatmap.png",
+    "heatmap.svg",
+    "counts.png",
+    "counts.svg",
+    "throughput.png",
+    "throughput.svg",
+    "report.html",
+    "summary.md",
+];
+
+const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/runs")
+        .join(name)
+}
+
+/// A copy of a fixture run in a temporary directory, so reports never land in the repository.
+fn copy_of(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join(name);
+    std::fs::create_dir(&dir).expect("create run dir");
+    for f in ["manifest.json", "results.csv"] {
+        std::fs::copy(fixture(name).join(f), dir.join(f)).expect("copy fixture file");
+    }
+    (tmp, dir)
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Every expected file exists, is what its name says, and the HTML carries the manifest's facts.
+fn check_files(dir: &Path, written: &[PathBuf]) {
+    for name in FILES {
+        let path = dir.join(name);
+        assert!(
+            written.contains(&path),
+            "{name} not in the returned list {written:?}"
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!bytes.is_empty(), "{name} is empty");
+        if name.ends_with(".png") {
+            assert_eq!(bytes[..8], PNG_SIGNATURE, "{name} is not a PNG");
+            assert!(bytes.len() > 5_000, "{name} is suspiciously small");
+        }
+        if name.ends_with(".svg") {
+            let text = String::from_utf8(bytes).expect("SVG is UTF-8");
+            assert!(text.contains("<svg"), "{name} has no <svg element");
+            assert!(text.trim_end().ends_with("</svg>"), "{name} is not closed");
+            assert!(text.contains("<text"), "{name} has no text");
+        }
+    }
+    assert_eq!(written.len(), FILES.len(), "unexpected files: {written:?}");
+    let html = read(dir, "report.html");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&read(dir, "manifest.json")).expect("manifest");
+    let device = manifest["backend"]["devices"][0].as_str().expect("device");
+    let sweep = manifest["sweep"]["name"].as_str().expect("sweep name");
+    assert!(html.contains(device), "device {device} missing");
+    assert!(html.contains(sweep), "sweep name {sweep} missing");
+    assert!(html.contains(manifest["backend"]["backend"].as_str().expect("backend")));
+    assert!(html.contains(manifest["rocsweep_version"].as_str().expect("version")));
+    assert!(html.contains(manifest["git_commit"].as_str().expect("commit")));
+    assert!(html.contains(manifest["host"]["hostname"].as_str().expect("host")));
+    for (lib, version) in manifest["backend"]["versions"].as_object().expect("libs") {
+        let version = version.as_str().expect("version");
+        assert!(html.contains(&format!("{lib} {version}")), "{lib} missing");
+    }
+    assert_eq!(
+        html.matches("data:image/png;base64,").count(),
+        3,
+        "three plots embedded"
+    );
+    assert!(!html.contains("<script"), "the page carries no script");
+    let md = read(dir, "summary.md");
+    assert!(md.contains(&format!("# rocsweep report: {sweep}")));
+    assert!(md.lines().any(|l| l.starts_with("Counts: ")), "{md}");
+}
+
+#[test]
+fn rdna1_like_report_maps_the_compile_hangs_per_env() {
+    let (_tmp, dir) = copy_of("rdna1-like");
+    let written = rocsweep::report::write(&dir).expect("report");
+    check_files(&dir, &written);
+    let html = read(&dir, "report.html");
+    for (word, n) in [("ok", 25), ("hang", 6), ("crash", 1)] {
+        let row = format!("</span>{word}</td><td class=\"num\">{n}</td>");
+        assert!(html.contains(&row), "{word} count row");
+    }
+    for word in ["hang", "crash"] {
+        assert!(html.contains(&format!(">{word}</span>")), "{word} badge");
+    }
+    assert!(html.contains("killed by SIGSEGV"));
+    assert!(html.contains("MIOPEN_DEBUG_CONV_GEMM=0"));
+    assert!(html.contains("MIOPEN_DEBUG_CONV_GEMM=1"));
+    assert!(html.contains("Fastest solver per case"));
+    // One panel per env combination, hang cells labelled with their phase.
+    let svg = read(&dir, "heatmap.svg");
+    assert!(svg.contains("MIOPEN_DEBUG_CONV_GEMM=0 · solver default"));
+    assert!(svg.contains("MIOPEN_DEBUG_CONV_GEMM=1 · solver default"));
+    assert_eq!(svg.matches("H:compile").count(), 6, "six compile hangs");
+    assert_eq!(svg.matches("C:run").count(), 1, "one crash in run");
+    assert!(svg.contains("c_in→c_out"));
+    let md = read(&dir, "summary.md");
+    assert!(
+        md.contains("Counts: 32 units: ok 25, hang 6, crash 1"),
+        "{md}"
+    );
+    assert!(md.contains("| hang | compile | default | MIOPEN_DEBUG_CONV_GEMM=1 |"));
+}
+
+#[test]
+fn release_a_report_has_no_failures_and_a_fastest_table() {
+    let (_tmp, dir) = copy_of("release-a");
+    let written = rocsweep::report::write(&dir).expect("report");
+    check_files(&dir, &written);
+    let html = read(&dir, "report.html");
+    assert!(html.contains("No unit failed"));
+    assert!(html.contains("m=n=k=128 dtype=out_dtype=bf16"));
+    let md = read(&dir, "summary.md");
+    assert!(md.contains("Counts: 8 units: ok 8"), "{md}");
+    let svg = read(&dir, "throughput.svg");
+    // dtype is a word: a panel per dtype rather than a line zig-zagging between them.
+    assert!(svg.contains("dtype=f32") && svg.contains("dtype=bf16"));
+}
+
+#[test]
+fn every_status_report_names_each_status_and_escapes_error_text() {
+    let (_tmp, dir) = copy_of("every-status");
+    let written = rocsweep::report::write(&dir).expect("report");
+    check_files(&dir, &written);
+    let html = read(&dir, "report.html");
+    for status in rocsweep::results::status::Status::ALL {
+        let row = format!("</span>{status}</td><td class=\"num\">");
+        assert!(html.contains(&row), "{status} has no count row");
+        if status != rocsweep::results::status::Status::Ok {
+            let badge = format!(">{status}</span>");
+            assert!(html.contains(&badge), "{status} has no badge");
+        }
+    }
+    assert!(html.contains(
+        "HIPBLAS_STATUS_INTERNAL_ERROR: &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;"
+    ));
+    assert!(!html.contains("<script>alert(1)"));
+    assert!(
+        html.contains("&lt;gemm_f32_128&gt;"),
+        "log tails are escaped too"
+    );
+    assert!(
+        html.contains("the device stayed unhealthy"),
+        "why it stopped"
+    );
+    let md = read(&dir, "summary.md");
+    assert!(
+        md.contains(
+            "Counts: 16 units: ok 6, mismatch 1, zeros 1, nonfinite 1, hang 1, crash 1, error 1, unsupported 1, skipped 2, interrupted 1"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!md.contains("<script>"));
+    // Two solvers: one panel each; every cell code appears.
+    let svg = read(&dir, "heatmap.svg");
+    assert!(svg.contains("solver default") && svg.contains("solver gemm-crate"));
+    for code in ["H:compile", "C:run", "I:alloc"] {
+        assert!(svg.contains(code), "{code} missing from the heatmap");
+    }
+}
+
+#[test]
+fn empty_run_renders_no_data_plots() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("empty");
+    std::fs::create_dir(&dir).expect("create run dir");
+    std::fs::copy(
+        fixture("release-a").join("manifest.json"),
+        dir.join("manifest.json"),
+    )
+    .expect("copy manifest");
+    let csv = std::fs::read_to_string(fixture("release-a").join("results.csv")).expect("csv");
+    let header = csv.lines().next().expect("header");
+    std::fs::write(dir.join("results.csv"), format!("{header}\n")).expect("write header");
+    let written = rocsweep::report::write(&dir).expect("report of an empty run");
+    check_files(&dir, &written);
+    for svg in ["heatmap.svg", "counts.svg", "throughput.svg"] {
+        assert!(read(&dir, svg).contains("no data"), "{svg} says no data");
+    }
+    let md = read(&dir, "summary.md");
+    assert!(md.contains("Counts: 0 units"), "{md}");
+    assert!(read(&dir, "report.html").contains("No timings"));
+}
+
+#[test]
+fn missing_run_directory_is_bad_input_naming_it() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("no-such-run");
+    match rocsweep::report::write(&dir) {
+        Err(CmdError::BadInput(msg)) => assert!(msg.contains("no-such-run"), "{msg}"),
+        other => panic!("expected BadInput, got {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_status_word_is_bad_input_naming_file_and_line() {
+    let (_tmp, dir) = copy_of("release-a");
+    let csv = read(&dir, "results.csv");
+    let broken = csv.replacen(",ok,", ",exploded,", 2);
+    std::fs::write(dir.join("results.csv"), broken).expect("write");
+    match rocsweep::report::write(&dir) {
+        Err(CmdError::BadInput(msg)) => {
+            assert!(msg.contains("results.csv"), "{msg}");
+            assert!(msg.contains("line 2"), "{msg}");
+            assert!(msg.contains("exploded"), "{msg}");
+        }
+        other => panic!("expected BadInput, got {other:?}"),
+    }
+    assert!(!dir.join("report.html").exists(), "nothing written");
+}
+
+#[test]
+fn cli_report_prints_the_files_and_exits_0_or_2() {
+    let (_tmp, dir) = copy_of("rdna1-like");
+    let out = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("report")
+        .arg(&dir)
+        .output()
+        .expect("run rocsweep");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for name in FILES {
+        assert!(stdout.contains(name), "{name} not printed: {stdout}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("report")
+        .arg(dir.join("nope"))
+        .output()
+        .expect("run rocsweep");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// Renders report.html in headless Chromium when it is installed (CI installs it); prints a
+/// note and passes otherwise, since a developer machine may not have it.
+#[test]
+fn report_html_renders_in_headless_chromium() {
+    if !Path::new("/usr/bin/chromium").exists() {
+        eprintln!("note: /usr/bin/chromium not found; skipping the browser check");
+        return;
+    }
+    let (tmp, dir) = copy_of("every-status");
+    rocsweep::report::write(&dir).expect("report");
+    let shot = tmp.path().join("shot.png");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-report-html.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&dir)
+        .arg(&shot)
+        .output()
+        .expect("run check-report-html.sh");
+    assert!(out.status.success(), "{out:?}");
+    let bytes = std::fs::read(&shot).expect("screenshot");
+    assert_eq!(bytes[..8], PNG_SIGNATURE);
+    assert!(bytes.len() > 50_000, "screenshot of {} bytes", bytes.len());
+}
