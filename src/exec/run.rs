@@ -237,6 +237,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
     // What is already done: rows in results.csv (repaired) and units the journal finished.
     let csv_path = dir.join("results.csv");
+    // Units recorded `interrupted` by an earlier resume run again when asked to.
+    let retry: HashSet<String> = if resuming && opts.retry_interrupted {
+        rcsv::remove_status(&csv_path, Status::Interrupted)
+            .map_err(|e| io("removing interrupted rows from results.csv", e))?
+            .into_iter()
+            .collect()
+    } else {
+        HashSet::new()
+    };
     let in_csv: HashSet<String> = rcsv::repair(&csv_path, sweep.op)
         .map_err(|e| io("repairing results.csv", e))?
         .into_iter()
@@ -247,8 +256,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     // A result the journal holds but results.csv lost (the row was still in the page cache when
     // the machine went down): restore the row from the journal.
     let mut in_csv = in_csv;
+    let mut state = state;
+    for id in &retry {
+        state.unfinished.insert(id.clone(), String::new());
+    }
     for (id, row) in &state.finished {
-        if !in_csv.contains(id) && !row.is_empty() {
+        if !in_csv.contains(id) && !row.is_empty() && !retry.contains(id) {
             csv.append(row)
                 .map_err(|e| io("restoring a row to results.csv", e))?;
             in_csv.insert(id.clone());

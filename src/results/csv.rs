@@ -255,3 +255,46 @@ pub fn repair(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
     }
     Ok(ids)
 }
+
+/// Removes the rows whose status is `status` (rewriting the file atomically) and returns their
+/// unit ids: `--retry-interrupted` runs those units again.
+pub fn remove_status(path: &Path, status: Status) -> std::io::Result<Vec<String>> {
+    let mut rdr = match csv::Reader::from_path(path) {
+        Ok(r) => r,
+        Err(_) => return Ok(Vec::new()),
+    };
+    let header = rdr.headers().map_err(std::io::Error::other)?.clone();
+    let (Some(id_col), Some(st_col)) = (
+        header.iter().position(|h| h == "unit_id"),
+        header.iter().position(|h| h == "status"),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let mut kept = Vec::new();
+    let mut removed = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(std::io::Error::other)?;
+        if rec.get(st_col) == Some(status.name()) {
+            removed.push(rec.get(id_col).unwrap_or("").to_string());
+        } else {
+            kept.push(rec);
+        }
+    }
+    if removed.is_empty() {
+        return Ok(removed);
+    }
+    let tmp = path.with_extension("csv.tmp");
+    {
+        let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+        w.write_record(&header).map_err(std::io::Error::other)?;
+        for rec in &kept {
+            w.write_record(rec).map_err(std::io::Error::other)?;
+        }
+        w.flush()?;
+        w.into_inner()
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    Ok(removed)
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Times the GEMM and convolution shapes of sweeps/h200-gemm.toml and sweeps/h200-conv.toml
+through PyTorch (cuBLASLt for matmul, cuDNN with benchmark mode for conv) on the same GPU, with
+CUDA events, median of repeated calls. Writes one CSV row per shape. TF32 is off for f32, as in
+rocsweep's f32 cases (its `tf32` GEMM cases set allow_tf32 here too).
+
+usage: torch_peer.py OUT.csv
+"""
+import csv
+import statistics
+import sys
+
+import torch
+
+DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def time_ms(fn, warmup=5, reps=30):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def gemm_rows():
+    shapes = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192),
+              (4096, 14336, 4096), (16384, 4096, 14336), (8192, 8192, 1024)]
+    for (m, n, k) in shapes:
+        for dtype, compute in [("bf16", "f32"), ("f16", "f32"), ("f32", "f32"), ("f32", "tf32")]:
+            torch.backends.cuda.matmul.allow_tf32 = compute == "tf32"
+            a = torch.rand(m, k, device="cuda", dtype=DT[dtype]) - 0.5
+            b = torch.rand(k, n, device="cuda", dtype=DT[dtype]) - 0.5
+            ms = time_ms(lambda: torch.matmul(a, b))
+            yield {"op": "gemm", "shape": f"m={m};n={n};k={k}", "dtype": dtype, "compute": compute,
+                   "torch_ms": f"{ms:.6f}", "torch_gflops": f"{2 * m * n * k / ms / 1e6:.1f}"}
+
+
+def conv_rows():
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    for (ci, co) in [(3, 16), (16, 32), (32, 64), (64, 128), (128, 256)]:
+        for hw in [32, 64, 128, 224]:
+            for dtype in ["f32", "f16", "bf16"]:
+                x = torch.rand(16, ci, hw, hw, device="cuda", dtype=DT[dtype]) - 0.5
+                conv = torch.nn.Conv2d(ci, co, 3, padding=1, bias=False).to("cuda", DT[dtype])
+                with torch.no_grad():
+                    ms = time_ms(lambda: conv(x))
+                flops = 2 * 16 * co * hw * hw * ci * 9
+                yield {"op": "conv2d", "shape": f"c_in={ci};c_out={co};h={hw}", "dtype": dtype, "compute": "f32",
+                       "torch_ms": f"{ms:.6f}", "torch_gflops": f"{flops / ms / 1e6:.1f}"}
+
+
+def main():
+    out = sys.argv[1]
+    fields = ["op", "shape", "dtype", "compute", "torch_ms", "torch_gflops"]
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for row in list(gemm_rows()) + list(conv_rows()):
+            w.writerow(row)
+            f.flush()
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+
+
+if __name__ == "__main__":
+    main()
