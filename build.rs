@@ -30,19 +30,26 @@ fn main() {
     let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
     let mut entries = Vec::new();
     for name in ["gemm", "half", "rand", "rand_distr"] {
+        // Several versions of a crate can be locked (dev-dependencies bring older ones); the
+        // newest is the one this package depends on.
         let version = lock
             .split("[[package]]")
-            .find(|block| {
+            .filter(|block| {
                 block
                     .lines()
                     .any(|l| l.trim() == format!("name = \"{name}\""))
             })
-            .and_then(|block| {
+            .filter_map(|block| {
                 block
                     .lines()
                     .find(|l| l.trim_start().starts_with("version = "))
             })
-            .and_then(|l| l.split('"').nth(1))
+            .filter_map(|l| l.split('"').nth(1))
+            .max_by_key(|v| {
+                v.split('.')
+                    .map(|p| p.parse::<u64>().unwrap_or(0))
+                    .collect::<Vec<_>>()
+            })
             .unwrap_or("unknown")
             .to_string();
         entries.push(format!("(\"{name}\", \"{version}\")"));

@@ -130,7 +130,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         dir,
         manifest: old_manifest,
     } = load(opts)?;
-    crate::backend::check_name(&backend_name).map_err(CmdError::BadInput)?;
     let combos = sweep.env_combos();
     let product = sweep.product_size().saturating_mul(combos.len() as u128);
     if product > opts.max_units as u128 && !opts.force && old_manifest.is_none() {
@@ -143,6 +142,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     if opts.dry_run {
         return dry_run(&sweep, combos.len());
     }
+    // A dry run needs no backend; a real one needs its libraries before anything is written.
+    crate::backend::check_name(&backend_name).map_err(CmdError::BadInput)?;
 
     let resuming = old_manifest.is_some();
     let io = |what: &str, e: std::io::Error| {
