@@ -1,0 +1,98 @@
+//! `--axis NAME=VALUES` overrides: replace an axis, add one, or replace one inside a zip group.
+
+use super::error::SpecError;
+use super::reader::Cx;
+use super::value::Value;
+use super::{Axis, Dim, axis, axis_names, check_value, slot_of};
+use crate::op::{OpKind, ParamKind};
+use std::sync::Arc;
+
+pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
+    let text = Arc::new(arg.to_string());
+    let cx = Cx {
+        file: "--axis",
+        text: &text,
+    };
+    let Some((raw_name, list)) = arg.split_once('=') else {
+        return Err(cx.err(
+            0..arg.len(),
+            format!("expected NAME=VALUES (e.g. c_in=16,32), found `{arg}`"),
+        ));
+    };
+    let name = raw_name.trim();
+    let name_start = raw_name.len() - raw_name.trim_start().len();
+    let slot = slot_of(op, name).ok_or_else(|| {
+        cx.err(
+            name_start..name_start + name.len(),
+            format!(
+                "unknown axis `{name}` for op {}, expected one of: {}",
+                op.name(),
+                axis_names(op)
+            ),
+        )
+    })?;
+    // Offsets of list items are relative to the text after `=`, whatever spacing the name has.
+    let base = raw_name.len() + 1;
+    let is_int_axis = matches!(
+        op.params().get(slot).map(|p| p.kind),
+        Some(ParamKind::Int { .. })
+    );
+    let mut values = Vec::new();
+    for (off, item) in axis::split_items(list) {
+        let start = base + off;
+        let lead = item.len() - item.trim_start().len();
+        let span = start + lead..start + item.trim_end().len();
+        if item.trim().is_empty() {
+            return Err(cx.err(span, format!("empty value in the list for `{name}`")));
+        }
+        if axis::is_generator(item) {
+            if !is_int_axis {
+                return Err(cx.err(
+                    span,
+                    format!(
+                        "`{name}` is not an integer axis, so it cannot use `{}`",
+                        item.trim()
+                    ),
+                ));
+            }
+            let v = axis::expand_generator(item, start).map_err(|(s, m)| cx.err(s, m))?;
+            for n in v {
+                let v = Value::Int(n);
+                check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
+                values.push(v);
+            }
+        } else {
+            let v = axis::parse_scalar(item);
+            check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
+            values.push(v);
+        }
+    }
+    let new_len = values.len();
+    for d in dims.iter_mut() {
+        if let Some(pos) = d.axes.iter().position(|a| a.slot == slot) {
+            if d.axes.len() > 1 && d.len() != new_len {
+                let others: Vec<&str> = d
+                    .axes
+                    .iter()
+                    .filter(|a| a.slot != slot)
+                    .map(|a| a.name.as_str())
+                    .collect();
+                return Err(cx.err(base..arg.len(), format!(
+                    "`{name}` varies together with {} in zip group `{}` ({} values each), but the override gives {new_len}",
+                    others.join(", "), d.group.as_deref().unwrap_or(""), d.len()
+                )));
+            }
+            d.axes[pos].values = values;
+            return Ok(());
+        }
+    }
+    dims.push(Dim {
+        group: None,
+        axes: vec![Axis {
+            name: name.to_string(),
+            slot,
+            values,
+        }],
+    });
+    Ok(())
+}
