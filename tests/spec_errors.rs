@@ -234,7 +234,7 @@ fn override_without_equals_sign() {
 #[test]
 fn override_zip_member_with_another_length() {
     override_error(
-        "kernel=1,3",
+        "kernel=1,5",
         8,
         "`kernel` varies together with h in zip group `spatial` (3 values each), but the override gives 2",
     );

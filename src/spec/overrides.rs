@@ -1,4 +1,5 @@
-//! `--axis NAME=VALUES` overrides: replace an axis, add one, or replace one inside a zip group.
+//! `--axis NAME=VALUES` overrides: replace an axis, add one, select rows of a zip group by
+//! values its axis has, or replace a zipped axis with as many new values as the group has rows.
 
 use super::error::SpecError;
 use super::reader::Cx;
@@ -70,6 +71,19 @@ pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Resu
     let new_len = values.len();
     for d in dims.iter_mut() {
         if let Some(pos) = d.axes.iter().position(|a| a.slot == slot) {
+            // Inside a zip group, values the axis already has select those rows of the group
+            // (`--axis c_in=16` keeps the 16 -> 32 pair), so one pair can be pinned.
+            let have = &d.axes[pos].values;
+            let all_known = values.iter().all(|v| have.contains(v));
+            let rows: Vec<usize> = (0..have.len())
+                .filter(|&r| values.contains(&have[r]))
+                .collect();
+            if d.axes.len() > 1 && all_known {
+                for a in d.axes.iter_mut() {
+                    a.values = rows.iter().map(|&r| a.values[r].clone()).collect();
+                }
+                return Ok(());
+            }
             if d.axes.len() > 1 && d.len() != new_len {
                 let others: Vec<&str> = d
                     .axes
