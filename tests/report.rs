@@ -272,3 +272,32 @@ fn report_html_renders_in_headless_chromium() {
     assert_eq!(bytes[..8], PNG_SIGNATURE);
     assert!(bytes.len() > 50_000, "screenshot of {} bytes", bytes.len());
 }
+
+#[test]
+fn a_run_too_wide_to_draw_gets_a_note_instead_of_a_giant_bitmap() {
+    // 20,000 distinct values on the x axis: one cell each would be a bitmap of gigabytes.
+    let (_tmp, dir) = copy_of("release-a");
+    let text = read(&dir, "results.csv");
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_string();
+    let first: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    let cols: Vec<&str> = header.split(',').collect();
+    let m = cols.iter().position(|c| *c == "m").unwrap();
+    let id = cols.iter().position(|c| *c == "unit_id").unwrap();
+    let mut out = header.clone();
+    for i in 0..20_000 {
+        let mut row = first.clone();
+        row[m] = (i + 1).to_string();
+        row[id] = format!("{i:016x}");
+        out.push('\n');
+        out.push_str(&row.join(","));
+    }
+    out.push('\n');
+    std::fs::write(dir.join("results.csv"), out).unwrap();
+    let written = rocsweep::report::write(&dir).unwrap();
+    check_files(&dir, &written);
+    let svg = read(&dir, "heatmap.svg");
+    assert!(svg.contains("too many cells to draw"), "a note, not a map");
+    let png = std::fs::metadata(dir.join("heatmap.png")).unwrap().len();
+    assert!(png < 1_000_000, "heatmap.png is {png} bytes");
+}

@@ -59,6 +59,19 @@ pub struct Heatmap {
 
 pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     match build(f) {
+        Some(h) if too_large(h.size()) => {
+            let (w, hh) = h.size();
+            draw::render(
+                &draw::NoData {
+                    title: title(f),
+                    message: format!(
+                        "too many cells to draw ({w} x {hh} pixels); the map is in results.csv (narrow the sweep or filter it)"
+                    ),
+                },
+                dir,
+                "heatmap",
+            )
+        }
         Some(h) => draw::render(&h, dir, "heatmap"),
         None => draw::render(
             &draw::NoData {
@@ -69,6 +82,14 @@ pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
             "heatmap",
         ),
     }
+}
+
+/// A bitmap past this would cost gigabytes to draw (a 100,000-value axis is one cell each).
+const MAX_PIXELS: u64 = 40_000_000;
+const MAX_SIDE: u32 = 20_000;
+
+fn too_large((w, h): (u32, u32)) -> bool {
+    w > MAX_SIDE || h > MAX_SIDE || w as u64 * h as u64 > MAX_PIXELS
 }
 
 fn title(f: &Facts) -> String {
