@@ -13,7 +13,7 @@ use super::kernels::Kernels;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::op::graph::{Graph, GraphInputs};
 use crate::tensor::HostData;
-use cudarc::driver::{CudaGraph, sys as dsys};
+use cudarc::driver::{result as dr, sys as dsys};
 
 pub const SOLVERS: &[&str] = &["stream-capture", "eager"];
 
@@ -40,10 +40,81 @@ impl Steps {
     }
 }
 
+/// A captured and instantiated graph; capture and instantiation fail with their own codes.
+struct Exec {
+    graph: dsys::CUgraph,
+    exec: dsys::CUgraphExec,
+}
+
+impl Drop for Exec {
+    fn drop(&mut self) {
+        // SAFETY: both were created by capture_graph and are destroyed once.
+        unsafe {
+            let _ = dr::graph::exec_destroy(self.exec);
+            let _ = dr::graph::destroy(self.graph);
+        }
+    }
+}
+
+fn graph_err(stage: &str, e: cudarc::driver::DriverError) -> UnitError {
+    UnitError::Library {
+        library: "cuda-graph".into(),
+        code: format!("{:?}", e.0),
+        message: stage.to_string(),
+    }
+}
+
+fn capture_graph(gpu: &Gpu, steps: &mut Steps) -> Result<Exec, UnitError> {
+    gpu.stream
+        .synchronize()
+        .map_err(|e| driver_err("before capture", e))?;
+    gpu.stream
+        .begin_capture(dsys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .map_err(|e| graph_err("stream capture failed to begin (cuStreamBeginCapture)", e))?;
+    let launched = steps.launch(gpu);
+    // End the capture whatever happened, so the stream is usable again.
+    // SAFETY: ends the capture begun above on our own stream.
+    let ended = unsafe { dr::stream::end_capture(gpu.stream.cu_stream()) };
+    launched.map_err(|e| match e {
+        UnitError::Library {
+            library,
+            code,
+            message,
+        } => UnitError::Library {
+            library,
+            code,
+            message: format!("{message} (while capturing the graph)"),
+        },
+        other => other,
+    })?;
+    let graph = ended.map_err(|e| graph_err("stream capture failed (cuStreamEndCapture)", e))?;
+    if graph.is_null() {
+        return Err(UnitError::Library {
+            library: "cuda-graph".into(),
+            code: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED".into(),
+            message: "stream capture produced no graph".into(),
+        });
+    }
+    // SAFETY: a graph just produced by the capture.
+    match unsafe { dr::graph::instantiate(graph, dsys::CUgraphInstantiate_flags(0)) } {
+        Ok(exec) => Ok(Exec { graph, exec }),
+        Err(e) => {
+            // SAFETY: the graph is ours and not instantiated.
+            unsafe {
+                let _ = dr::graph::destroy(graph);
+            }
+            Err(graph_err(
+                "graph instantiation failed (cuGraphInstantiate)",
+                e,
+            ))
+        }
+    }
+}
+
 pub struct GraphRun {
     gpu: Gpu,
     steps: Steps,
-    graph: Option<CudaGraph>,
+    graph: Option<Exec>,
     acts: Vec<DevBuf>,
     kept: Vec<DevBuf>,
     host_outs: Vec<Option<HostData>>,
@@ -98,37 +169,7 @@ pub fn prepare(
     };
     let graph = if capture {
         phases.phase("compile");
-        gpu.stream
-            .synchronize()
-            .map_err(|e| driver_err("before capture", e))?;
-        gpu.stream
-            .begin_capture(dsys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            .map_err(|e| driver_err("cuStreamBeginCapture", e))?;
-        let launched = steps.launch(gpu);
-        // End the capture whatever happened, so the stream is usable again.
-        let ended = gpu.stream.end_capture(dsys::CUgraphInstantiate_flags(0));
-        launched.map_err(|e| match e {
-            UnitError::Library {
-                library,
-                code,
-                message,
-            } => UnitError::Library {
-                library,
-                code,
-                message: format!("{message} (while capturing the graph)"),
-            },
-            other => other,
-        })?;
-        match ended {
-            Ok(Some(g)) => Some(g),
-            Ok(None) => {
-                return Err(driver_err(
-                    "stream capture produced no graph",
-                    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
-                ));
-            }
-            Err(e) => return Err(driver_err("cuStreamEndCapture / cuGraphInstantiate", e)),
-        }
+        Some(capture_graph(gpu, &mut steps)?)
     } else {
         None
     };
@@ -158,7 +199,9 @@ impl Prepared for GraphRun {
         }
         let secs = match &self.graph {
             Some(graph) => timed(&g, || {
-                graph.launch().map_err(|e| driver_err("cuGraphLaunch", e))
+                // SAFETY: a live graph exec launched on our stream.
+                unsafe { dr::graph::launch(graph.exec, g.stream.cu_stream()) }
+                    .map_err(|e| graph_err("graph replay failed (cuGraphLaunch)", e))
             })?,
             None => {
                 let steps = &mut self.steps;

@@ -163,6 +163,19 @@ fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
         "memory".into(),
         format!("{:.1} GiB", mem as f64 / (1u64 << 30) as f64),
     );
+    // Clocks in MHz (the attributes are in kHz; "unknown" where the driver no longer reports them).
+    let mhz = |a| match attr(a) {
+        v if v > 0 => format!("{}", v / 1000),
+        _ => "unknown".to_string(),
+    };
+    versions.insert(
+        "SM clock MHz".into(),
+        mhz(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+    );
+    versions.insert(
+        "memory clock MHz".into(),
+        mhz(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE),
+    );
     versions.insert(
         "SMs".into(),
         attr(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).to_string(),
