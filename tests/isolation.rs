@@ -263,6 +263,15 @@ fn each_env_combination_reaches_its_worker_without_a_shell() {
     let env_col = rows.col("env");
     let envs: HashSet<&str> = rows.rows.iter().map(|r| r[env_col].as_str()).collect();
     assert_eq!(envs.len(), 2);
+    let st = rows.col("status");
+    assert!(
+        rows.rows.iter().all(|r| r[st] == "ok"),
+        "every unit ran in its combination, `;` and `$(...)` included: {:?}",
+        rows.rows
+            .iter()
+            .map(|r| (&r[env_col], &r[st]))
+            .collect::<Vec<_>>()
+    );
 }
 
 /// A slower sweep: 24 units of a few tens of milliseconds each.

@@ -58,9 +58,8 @@ impl WorkerHandle {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut key: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        key.sort();
-        cmd.env(super::worker::ENV_COMBO, key.join(";"));
+        let combo = serde_json::to_string(env).map_err(std::io::Error::other)?;
+        cmd.env(super::worker::ENV_COMBO, combo);
         let mut child = cmd.spawn()?;
         let stdout = child
             .stdout

@@ -288,22 +288,30 @@ fn flatten(v: &serde_json::Value, out: &mut Vec<String>) {
     }
 }
 
-/// The supervisor names the env combination it meant to give this worker in `ENV_COMBO`; each
-/// `NAME=value` in it must be what this process actually has.
+/// The supervisor names the env combination it meant to give this worker in `ENV_COMBO`, as a
+/// JSON list of [name, value] pairs (values may hold any character, `;` included); each must be
+/// what this process actually has.
 pub const ENV_COMBO: &str = "ROCSWEEP_ENV_COMBO";
 
 fn check_env_combo() -> Result<(), String> {
-    let Ok(key) = std::env::var(ENV_COMBO) else {
+    let Ok(text) = std::env::var(ENV_COMBO) else {
         return Ok(());
     };
+    let vars: Vec<(String, String)> = serde_json::from_str(&text)
+        .map_err(|e| format!("{ENV_COMBO} is not the supervisor's JSON ({e})"))?;
+    let mut key: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    key.sort();
     eprintln!(
         "env combination: {}",
-        if key.is_empty() { "(none)" } else { &key }
+        if key.is_empty() {
+            "(none)".to_string()
+        } else {
+            key.join(";")
+        }
     );
-    for pair in key.split(';').filter(|p| !p.is_empty()) {
-        let (name, want) = pair.split_once('=').unwrap_or((pair, ""));
+    for (name, want) in &vars {
         match std::env::var(name) {
-            Ok(got) if got == want => {}
+            Ok(got) if got == *want => {}
             other => {
                 return Err(format!(
                     "worker environment has {name}={:?}, the env combination says {want:?}",
