@@ -192,6 +192,19 @@ fn a_device_that_fails_its_health_probe_stops_the_run_and_skips_the_rest() {
         m.stopped.as_deref(),
         Some("device unhealthy after a hang or crash")
     );
+    // Once the device is back, a resume runs the skipped units (and only those).
+    let o = resume(&out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = Rows::read(&out);
+    assert_eq!(rows.rows.len(), 5, "replaced, not duplicated");
+    for b in ["256", "512", "1024"] {
+        assert_eq!(rows.by("bytes", b)["status"], "ok", "bytes={b}");
+    }
+    assert_eq!(
+        rows.by("bytes", "128")["status"],
+        "crash",
+        "finished units are kept"
+    );
 }
 
 #[test]

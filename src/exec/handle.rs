@@ -179,7 +179,14 @@ impl Drop for WorkerHandle {
         if let Ok(None) = self.child.try_wait() {
             // SAFETY: as in kill(); a handle dropped without shutdown must not leave a process behind.
             unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
-            let _ = self.child.wait();
+            // Bounded: a worker stuck in a driver call (uninterruptible sleep) never dies, and
+            // the supervisor must not hang with it.
+            if self.wait_for(Duration::from_secs(2)).is_none() {
+                eprintln!(
+                    "warning: worker {} did not exit after SIGKILL (stuck in the driver?); leaving it",
+                    self.pid
+                );
+            }
         }
     }
 }

@@ -104,9 +104,9 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
         let line = line?;
         match serde_json::from_str::<Record>(&line) {
             Ok(Record::Started { unit }) => {
-                if !st.finished.contains_key(&unit) {
-                    st.unfinished.insert(unit, String::new());
-                }
+                // A unit started again after finishing (a retry) is unfinished until it finishes.
+                st.finished.remove(&unit);
+                st.unfinished.insert(unit, String::new());
             }
             Ok(Record::Phase { unit, phase }) => {
                 if let Some(p) = st.unfinished.get_mut(&unit) {

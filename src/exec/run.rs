@@ -238,29 +238,34 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
     // What is already done: rows in results.csv (repaired) and units the journal finished.
     let csv_path = dir.join("results.csv");
-    // Units recorded `interrupted` by an earlier resume run again when asked to.
-    let retry: HashSet<String> = if resuming && opts.retry_interrupted {
-        rcsv::remove_status(&csv_path, Status::Interrupted)
-            .map_err(|e| io("removing interrupted rows from results.csv", e))?
-            .into_iter()
-            .collect()
-    } else {
-        HashSet::new()
-    };
-    let in_csv: HashSet<String> = rcsv::repair(&csv_path, sweep.op)
+    // Repair first (a torn last row would stop everything after it), then take out the rows of
+    // units that should run now: `skipped` ones never ran (the device was unhealthy), and
+    // `interrupted` ones run again when asked to.
+    let repaired: HashSet<String> = rcsv::repair(&csv_path, sweep.op)
         .map_err(|e| io("repairing results.csv", e))?
         .into_iter()
         .collect();
+    let mut retry: HashSet<String> = HashSet::new();
+    if resuming {
+        let mut take = vec![Status::Skipped];
+        if opts.retry_interrupted {
+            take.push(Status::Interrupted);
+        }
+        for st in take {
+            retry.extend(
+                rcsv::remove_status(&csv_path, st)
+                    .map_err(|e| io("removing rows to run again from results.csv", e))?,
+            );
+        }
+    }
+    let in_csv: HashSet<String> = repaired.difference(&retry).cloned().collect();
     let state = journal::read(&dir).map_err(|e| io("reading the journal", e))?;
     let mut journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
     let mut csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
     // A result the journal holds but results.csv lost (the row was still in the page cache when
     // the machine went down): restore the row from the journal.
     let mut in_csv = in_csv;
-    let mut state = state;
-    for id in &retry {
-        state.unfinished.insert(id.clone(), String::new());
-    }
+    // Units in `retry` are neither done nor unfinished: they simply run.
     for (id, row) in &state.finished {
         if !in_csv.contains(id) && !row.is_empty() && !retry.contains(id) {
             csv.append(row)
@@ -312,6 +317,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             vec![case.solver.clone()]
         } else if ctx.unhealthy {
             vec!["all".to_string()]
+        } else if ctx.done.contains(&unit_id(&case.id, "all", &env_key)) {
+            // Enumeration failed in an earlier session and that is recorded; do not retry it.
+            continue;
         } else {
             match ctx.sup.enumerate(env, &case.problem) {
                 Ok(s) => {

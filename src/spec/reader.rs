@@ -262,6 +262,14 @@ impl Cx<'_> {
                 format!("`{key}` must be a positive number of seconds, found {n}"),
             ));
         }
+        // Durations past this overflow the clock arithmetic; no phase needs longer than a year.
+        const MAX_SECONDS: f64 = 31_536_000.0;
+        if n > MAX_SECONDS {
+            return Err(self.err(
+                v.span(),
+                format!("`{key}` must be at most {MAX_SECONDS} seconds (one year), found {n:e}"),
+            ));
+        }
         Ok(n)
     }
 

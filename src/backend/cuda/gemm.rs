@@ -245,6 +245,20 @@ impl GemmCall {
                 hs.len()
             )));
         };
+        // The name carries the algorithm id seen when solvers were listed: a row must time the
+        // algorithm it names, even if the heuristic's order changed since.
+        let named_id = solver
+            .split("-algo")
+            .nth(1)
+            .and_then(|id| id.parse::<i32>().ok());
+        if let Some(want) = named_id
+            && algo_id(&algo) != want
+        {
+            return Err(UnitError::Unsupported(format!(
+                "the heuristic's rank {rank} is now algo {} (the solver names algo {want})",
+                algo_id(&algo)
+            )));
+        }
         Ok(GemmCall {
             ws: workspace(gpu, algo.workspaceSize)?,
             plan,

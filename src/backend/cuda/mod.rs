@@ -213,7 +213,7 @@ impl Backend for CudaBackend {
                 .map(|s| s.to_string())
                 .collect(),
             Problem::Gemm(p) => {
-                gemm::enumerate(&self.gpu, p).unwrap_or_else(|_| vec!["heuristic#0".into()])
+                gemm::enumerate(&self.gpu, p).unwrap_or_else(|_| vec!["heuristic".into()])
             }
             other => solver_names(other.kind())
                 .iter()
