@@ -553,3 +553,31 @@ fn second_ctrl_c_kills_a_hanging_worker_and_leaves_a_resumable_run() {
     assert_eq!(rows.rows.len(), 5);
     assert_eq!(rows.by("bytes", "128")["status"], "interrupted");
 }
+
+#[test]
+fn a_worker_that_cannot_start_leaves_no_run_directory_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "");
+    let out = tmp.path().join("run");
+    let opts = rocsweep::exec::run::RunOptions {
+        sweep: Some(s),
+        out: Some(out.clone()),
+        quiet: true,
+        max_units: 1000,
+        worker_exe: Some(tmp.path().join("no-such-program")),
+        ..Default::default()
+    };
+    let err = rocsweep::exec::run::run(&opts)
+        .err()
+        .expect("the run fails");
+    assert!(err.to_string().contains("worker did not start"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("iso.toml")],
+        "no run or staging directory"
+    );
+}

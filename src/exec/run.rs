@@ -190,6 +190,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             vars: &first_env,
         })
         .map_err(|o| {
+            if !resuming {
+                // Nothing ran: leave no staging directory behind.
+                sup.shutdown();
+                let _ = std::fs::remove_dir_all(&work_dir);
+            }
             CmdError::Failure(format!(
                 "the {backend_name} backend's worker did not start: {}",
                 o.error
