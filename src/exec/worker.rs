@@ -64,6 +64,18 @@ impl PhaseSink for Phases<'_> {
     }
 }
 
+/// The handshake: protocol version, pid, and what the backend says about itself.
+fn ready(out: &Out, info: backend::BackendInfo) -> bool {
+    send(
+        out,
+        &Event::Ready {
+            protocol: PROTOCOL_VERSION,
+            pid: std::process::id(),
+            info: Box::new(info),
+        },
+    )
+}
+
 /// The known-good unit of the health probe: a small f32 GEMM every backend runs.
 pub fn probe_case() -> Option<Case> {
     let op = OpKind::Gemm;
@@ -122,26 +134,11 @@ pub fn main(backend_name: &str) -> i32 {
                 missing: Some(why),
                 ..Default::default()
             };
-            send(
-                &out,
-                &Event::Ready {
-                    protocol: PROTOCOL_VERSION,
-                    pid: std::process::id(),
-                    info: Box::new(info),
-                },
-            );
+            ready(&out, info);
             return 1;
         }
     };
-    let info = backend.info();
-    if !send(
-        &out,
-        &Event::Ready {
-            protocol: PROTOCOL_VERSION,
-            pid: std::process::id(),
-            info: Box::new(info),
-        },
-    ) {
+    if !ready(&out, backend.info()) {
         return 1;
     }
 

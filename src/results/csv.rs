@@ -239,19 +239,7 @@ pub fn repair(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
         }
     }
     if dropped || whole != bytes.len() {
-        let tmp = path.with_extension("csv.tmp");
-        {
-            let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
-            w.write_record(&header).map_err(std::io::Error::other)?;
-            for rec in &kept {
-                w.write_record(rec).map_err(std::io::Error::other)?;
-            }
-            w.flush()?;
-            w.into_inner()
-                .map_err(|e| std::io::Error::other(e.to_string()))?
-                .sync_all()?;
-        }
-        std::fs::rename(&tmp, path)?;
+        rewrite(path, &header, &kept)?;
     }
     Ok(ids)
 }
@@ -283,11 +271,19 @@ pub fn remove_status(path: &Path, status: Status) -> std::io::Result<Vec<String>
     if removed.is_empty() {
         return Ok(removed);
     }
+    let header: Vec<String> = header.iter().map(String::from).collect();
+    rewrite(path, &header, &kept)?;
+    Ok(removed)
+}
+
+/// Replaces results.csv with `header` and `rows`: temp file, fsync, rename, so a crash leaves
+/// either the old file or the new one.
+fn rewrite(path: &Path, header: &[String], rows: &[csv::StringRecord]) -> std::io::Result<()> {
     let tmp = path.with_extension("csv.tmp");
     {
         let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
-        w.write_record(&header).map_err(std::io::Error::other)?;
-        for rec in &kept {
+        w.write_record(header).map_err(std::io::Error::other)?;
+        for rec in rows {
             w.write_record(rec).map_err(std::io::Error::other)?;
         }
         w.flush()?;
@@ -295,6 +291,5 @@ pub fn remove_status(path: &Path, status: Status) -> std::io::Result<Vec<String>
             .map_err(|e| std::io::Error::other(e.to_string()))?
             .sync_all()?;
     }
-    std::fs::rename(&tmp, path)?;
-    Ok(removed)
+    std::fs::rename(&tmp, path)
 }

@@ -3,7 +3,7 @@
 
 use super::value::Value;
 use super::{Sweep, slot_count};
-use crate::op::{self, Case, Default as D};
+use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
 
 /// One env combination: the fixed `[env]` values plus one value of each env axis.
@@ -149,6 +149,3 @@ impl Iterator for Combinations<'_> {
         None
     }
 }
-
-/// The solver slot's name, for code that builds combinations by hand.
-pub const SOLVER_SLOT_NAME: &str = op::SOLVER;
