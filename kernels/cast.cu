@@ -3,10 +3,10 @@
 
 static __device__ float rs_load_f32(const void* p, size_t i) { return ((const float*)p)[i]; }
 static __device__ float rs_load_f16(const void* p, size_t i) { return __half2float(RS_HALF_FROM_BITS(((const rs_u16*)p)[i])); }
-static __device__ float rs_load_bf16(const void* p, size_t i) { return __bfloat162float(RS_BF16_FROM_BITS(((const rs_u16*)p)[i])); }
+static __device__ float rs_load_bf16(const void* p, size_t i) { return RS_BF16_BITS_TO_FLOAT(((const rs_u16*)p)[i]); }
 static __device__ void rs_store_f32(void* p, size_t i, float v) { ((float*)p)[i] = v; }
 static __device__ void rs_store_f16(void* p, size_t i, float v) { ((rs_u16*)p)[i] = RS_HALF_TO_BITS(__float2half_rn(v)); }
-static __device__ void rs_store_bf16(void* p, size_t i, float v) { ((rs_u16*)p)[i] = RS_BF16_TO_BITS(__float2bfloat16_rn(v)); }
+static __device__ void rs_store_bf16(void* p, size_t i, float v) { ((rs_u16*)p)[i] = RS_FLOAT_TO_BF16_BITS(v); }
 
 #define RS_CAST(FROM, TO) \
   extern "C" __global__ void cast_##FROM##_##TO(const void* in, void* out, size_t n) { \

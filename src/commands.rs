@@ -1,19 +1,23 @@
-//! Text of the small informational commands: `probe` and `list-ops`.
+//! Text of the small informational commands: `probe`, `solvers` and `list-ops`.
 
 use crate::backend;
+use crate::error::CmdError;
 use crate::op::{Default as D, OpKind, ParamKind};
 use std::fmt::Write as _;
 
-pub fn probe_text() -> String {
+/// What `probe` prints, and whether the asked backend (or, without one, any backend) can run.
+pub fn probe_text(only: Option<&str>) -> (String, bool) {
     let mut s = String::new();
-    for info in backend::probe_all() {
+    let mut available = false;
+    for info in backend::probe_all()
+        .into_iter()
+        .filter(|i| only.is_none_or(|o| i.backend == o))
+    {
+        available |= info.available;
         if info.available {
             let _ = writeln!(s, "{}: available", info.backend);
             for d in &info.devices {
                 let _ = writeln!(s, "  device: {d}");
-            }
-            for (lib, v) in &info.versions {
-                let _ = writeln!(s, "  {lib}: {v}");
             }
         } else {
             let _ = writeln!(
@@ -23,8 +27,62 @@ pub fn probe_text() -> String {
                 info.missing.as_deref().unwrap_or("unknown reason")
             );
         }
+        for (lib, v) in &info.versions {
+            let _ = writeln!(s, "  {lib}: {v}");
+        }
     }
-    s
+    (s, available)
+}
+
+/// `rocsweep solvers`: MIOpen's solver table, and with conv2d parameters and a ROCm device, the
+/// solvers MIOpen lists for that problem. The flag says whether everything asked for was shown.
+pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
+    use crate::backend::rocm::solvers;
+    let mut s = String::new();
+    let _ = writeln!(s, "{:>5}  {:<40} algorithm", "id", "name");
+    for (id, name, algo) in solvers::TABLE {
+        let _ = writeln!(s, "{id:>5}  {name:<40} {}", algo.name());
+    }
+    let _ = writeln!(
+        s,
+        "(ids not in this table are shown as solver#<id>; `find` runs MIOpen's find path)"
+    );
+    if params.is_empty() {
+        return Ok((s, true));
+    }
+    let mut toml = String::from("name = \"solvers\"\nop = \"conv2d\"\nbackend = \"rocm\"\n[axes]\n");
+    for p in params {
+        let Some((k, v)) = p.split_once('=') else {
+            return Err(CmdError::BadInput(format!(
+                "solvers: `{p}` is not NAME=VALUE (e.g. c_in=16)"
+            )));
+        };
+        let literal = if v.parse::<f64>().is_ok() || v == "true" || v == "false" {
+            v.to_string()
+        } else {
+            format!("{v:?}")
+        };
+        let _ = writeln!(toml, "{} = {literal}", k.trim());
+    }
+    let sweep = crate::spec::load_str("<solvers arguments>", &toml, &[])?;
+    let case = match sweep.cases().next() {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => return Err(CmdError::BadInput(format!("solvers: {e}"))),
+        None => return Err(CmdError::BadInput("solvers: the parameters form no case".into())),
+    };
+    match backend::open("rocm") {
+        Ok(b) => {
+            let _ = writeln!(s, "\nMIOpen lists for {}:", crate::op::canonical_text(OpKind::Conv2d, &case.values));
+            for name in b.solvers(&case.problem) {
+                let _ = writeln!(s, "  {name}");
+            }
+            Ok((s, true))
+        }
+        Err(why) => {
+            let _ = writeln!(s, "\nno ROCm device, so no problem-specific list: {why}");
+            Ok((s, false))
+        }
+    }
 }
 
 pub fn list_ops_text() -> String {

@@ -12,5 +12,8 @@ pub const UNITS_FAILED: i32 = 3;
 /// The run stopped early because the device stayed unhealthy after a hang or crash; the
 /// remaining units are recorded `skipped`. Resume once the device is back.
 pub const DEVICE_UNHEALTHY: i32 = 4;
+/// `probe --backend NAME`: that backend cannot run here (a library is missing or no device is
+/// present); the text says which.
+pub const BACKEND_UNAVAILABLE: i32 = 5;
 /// The run was stopped by Ctrl-C; `--resume` continues it.
 pub const INTERRUPTED: i32 = 130;

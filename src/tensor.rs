@@ -94,4 +94,31 @@ impl HostData {
             HostData::Bf16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
         }
     }
+
+    /// Reads `len` elements of `dtype` from little-endian bytes (as copied from a device);
+    /// missing bytes read as zero.
+    pub fn from_le_bytes(dtype: DType, bytes: &[u8], len: usize) -> HostData {
+        let w = dtype.size();
+        let get = |i: usize| -> &[u8] { bytes.get(i * w..(i + 1) * w).unwrap_or(&[0; 8][..w]) };
+        match dtype {
+            DType::F16 => HostData::F16(
+                (0..len)
+                    .map(|i| f16::from_le_bytes([get(i)[0], get(i)[1]]))
+                    .collect(),
+            ),
+            DType::Bf16 => HostData::Bf16(
+                (0..len)
+                    .map(|i| bf16::from_le_bytes([get(i)[0], get(i)[1]]))
+                    .collect(),
+            ),
+            _ => HostData::F32(
+                (0..len)
+                    .map(|i| {
+                        let b = get(i);
+                        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                    })
+                    .collect(),
+            ),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod rocm;
 
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -96,33 +97,37 @@ pub trait Prepared {
     fn tolerance_factor(&self) -> f64 {
         1.0
     }
+    /// Seconds spent compiling the solver before the first run: (cold cache, warm cache). The
+    /// warm figure is NaN where the backend cannot compile twice (MIOpen's find path).
+    fn compile_seconds(&self) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 /// Solver names every backend in this build knows for an op (for sweep validation).
 pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     let mut v = cpu::solver_names(op).to_vec();
     v.extend(cuda::solver_names(op));
+    v.extend(rocm::solver_names(op));
     v.sort_unstable();
     v.dedup();
     v
 }
 
 /// Backend names this build carries, and whether each is implemented yet.
-pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", false)];
+pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", true)];
 
 /// Opens a backend by name (`auto` picks the first available GPU backend, else the CPU).
 pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
     match name {
         "cpu" => Ok(Box::new(cpu::CpuBackend::new())),
         "cuda" => cuda::CudaBackend::open().map(|b| Box::new(b) as Box<dyn Backend>),
+        "rocm" => rocm::RocmBackend::open().map(|b| Box::new(b) as Box<dyn Backend>),
         // The first GPU backend that opens, else the CPU.
-        "auto" => Ok(cuda::CudaBackend::open()
+        "auto" => Ok(rocm::RocmBackend::open()
             .map(|b| Box::new(b) as Box<dyn Backend>)
+            .or_else(|_| cuda::CudaBackend::open().map(|b| Box::new(b) as Box<dyn Backend>))
             .unwrap_or_else(|_| Box::new(cpu::CpuBackend::new()))),
-        "rocm" => Err(format!(
-            "backend `{name}` is not implemented in rocsweep {} yet; use --backend cpu",
-            env!("CARGO_PKG_VERSION")
-        )),
         other => Err(format!(
             "unknown backend `{other}`, expected one of: auto, cpu, cuda, rocm"
         )),
@@ -139,6 +144,8 @@ pub fn probe_all() -> Vec<BackendInfo> {
     KNOWN
         .iter()
         .map(|(name, implemented)| match open(name) {
+            // ROCm reports what loaded even without a device (versions, paths, why not).
+            Err(_) if *name == "rocm" => rocm::probe(),
             Ok(b) => b.info(),
             Err(why) => BackendInfo {
                 backend: name.to_string(),

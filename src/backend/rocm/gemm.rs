@@ -1,0 +1,426 @@
+//! GEMM through hipBLASLt (the heuristic's list, one unit each: `hipblaslt#<rank>-sol<index>`)
+//! and rocBLAS (`rocblas`, what PyTorch falls back to when hipBLASLt says NOT_SUPPORTED). The
+//! solver's prefix is the library, so `solver = ["hipblaslt", "rocblas"]` is the library axis.
+//! Row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T.
+
+use super::DevRef;
+use super::hip::DevMem;
+use super::hipblaslt::{self as lt, HeuristicResult, HipblasltRef, Obj};
+use super::rocblas::{self as rb, RocblasRef};
+use super::simple::DevTensor;
+use crate::backend::{PhaseSink, Prepared, UnitError};
+use crate::dtype::DType;
+use crate::op::gemm::{Gemm, GemmInputs};
+use crate::tensor::HostData;
+use std::ffi::{c_int, c_void};
+
+/// Solver names for validation (`hipblaslt#...` is accepted by pattern).
+pub const NAMES: &[&str] = &["hipblaslt", "rocblas"];
+
+const MAX_ALGOS: usize = 64;
+const WORKSPACE: u64 = 64 << 20;
+
+pub fn hipblaslt_version(l: &HipblasltRef) -> String {
+    let Some(f) = l.api.hipblasLtGetVersion else {
+        return "unknown".into();
+    };
+    let Ok(h) = Obj::handle(l) else {
+        return "unknown".into();
+    };
+    let mut v: c_int = 0;
+    // SAFETY: a live handle and an out-pointer to a live int.
+    if unsafe { f(h.raw, &mut v) } != 0 {
+        return "unknown".into();
+    }
+    format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100)
+}
+
+/// Descriptors for one problem (column-major view: A' = B, B' = A).
+struct Plan {
+    lib: HipblasltRef,
+    handle: Obj,
+    desc: Obj,
+    a: Obj,
+    b: Obj,
+    c: Obj,
+    pref: Obj,
+    f16_scale: bool,
+}
+
+fn shapes(p: &Gemm) -> ((usize, usize), (usize, usize)) {
+    let a = if p.trans_b { (p.k, p.n) } else { (p.n, p.k) };
+    let b = if p.trans_a { (p.m, p.k) } else { (p.k, p.m) };
+    (a, b)
+}
+
+impl Plan {
+    fn new(lib: &HipblasltRef, p: &Gemm) -> Result<Plan, UnitError> {
+        let e = lib.enums;
+        let (compute, scale, f16_scale) = match p.compute {
+            DType::Tf32 => (e.compute_tf32, e.f32, false),
+            DType::F16 => match e.compute_f16 {
+                Some(c) => (c, e.f16, true),
+                None => {
+                    return Err(UnitError::Unsupported(
+                        "hipBLASLt before ROCm 6.0 has no f16 compute type".into(),
+                    ));
+                }
+            },
+            _ => (e.compute_f32, e.f32, false),
+        };
+        let handle = Obj::handle(lib)?;
+        let desc = Obj::matmul_desc(lib, compute, scale)?;
+        let ((ar, ac), (br, bc)) = shapes(p);
+        let layout = |dt: DType, rows: usize, cols: usize| -> Result<Obj, UnitError> {
+            let l = Obj::layout(lib, e.data(dt), rows as u64, cols as u64, rows as i64)?;
+            if p.batch > 1 {
+                let count = i32::try_from(p.batch)
+                    .map_err(|_| UnitError::Unsupported("batch exceeds i32".into()))?;
+                let stride = (rows * cols) as i64;
+                let set = lib.api.hipblasLtMatrixLayoutSetAttribute;
+                l.set(set, e.layout_batch_count, &count, "layout batch count")?;
+                l.set(set, e.layout_batch_stride, &stride, "layout batch stride")?;
+            }
+            Ok(l)
+        };
+        let plan = Plan {
+            lib: lib.clone(),
+            a: layout(p.dtype, ar, ac)?,
+            b: layout(p.dtype, br, bc)?,
+            c: layout(p.out_dtype, p.n, p.m)?,
+            pref: Obj::preference(lib)?,
+            handle,
+            desc,
+            f16_scale,
+        };
+        let (op_a, op_b) = (
+            if p.trans_b { lt::OP_T } else { lt::OP_N },
+            if p.trans_a { lt::OP_T } else { lt::OP_N },
+        );
+        let set = lib.api.hipblasLtMatmulDescSetAttribute;
+        plan.desc.set(set, lt::DESC_TRANSA, &op_a, "TRANSA")?;
+        plan.desc.set(set, lt::DESC_TRANSB, &op_b, "TRANSB")?;
+        plan.pref.set(
+            lib.api.hipblasLtMatmulPreferenceSetAttribute,
+            lt::PREF_MAX_WORKSPACE_BYTES,
+            &WORKSPACE,
+            "workspace preference",
+        )?;
+        Ok(plan)
+    }
+
+    fn heuristics(&self) -> Result<Vec<HeuristicResult>, UnitError> {
+        let mut out = vec![HeuristicResult::default(); MAX_ALGOS];
+        let mut n: c_int = 0;
+        // SAFETY: `out` has room for MAX_ALGOS results; `n` says how many were written.
+        let rc = unsafe {
+            (self.lib.api.hipblasLtMatmulAlgoGetHeuristic)(
+                self.handle.raw,
+                self.desc.raw,
+                self.a.raw,
+                self.b.raw,
+                self.c.raw,
+                self.c.raw,
+                self.pref.raw,
+                MAX_ALGOS as c_int,
+                out.as_mut_ptr(),
+                &mut n,
+            )
+        };
+        self.lib.check(rc, "hipblasLtMatmulAlgoGetHeuristic")?;
+        out.truncate((n.max(0) as usize).min(MAX_ALGOS));
+        out.retain(|h| h.state == 0);
+        Ok(out)
+    }
+}
+
+fn name(rank: usize, h: &HeuristicResult) -> String {
+    format!("hipblaslt#{rank}-sol{}", h.algo.index())
+}
+
+/// The heuristic's algorithms as solver names, then rocBLAS. Where hipBLASLt cannot even list
+/// (missing, or NOT_SUPPORTED for the shape) the plain `hipblaslt` unit records why.
+pub fn enumerate(
+    _dev: &DevRef,
+    lt_lib: &Result<HipblasltRef, String>,
+    _rb: &Result<RocblasRef, String>,
+    p: &Gemm,
+) -> Vec<String> {
+    let mut v: Vec<String> = match lt_lib
+        .as_ref()
+        .ok()
+        .map(|l| Plan::new(l, p).and_then(|plan| plan.heuristics()))
+    {
+        Some(Ok(hs)) if !hs.is_empty() => hs.iter().enumerate().map(|(i, h)| name(i, h)).collect(),
+        _ => vec!["hipblaslt".into()],
+    };
+    v.push("rocblas".into());
+    v
+}
+
+enum Call {
+    Lt {
+        plan: Plan,
+        algo: HeuristicResult,
+    },
+    Rocblas {
+        lib: RocblasRef,
+        handle: rb::Handle,
+    },
+}
+
+pub struct GemmRun {
+    dev: DevRef,
+    call: Call,
+    p: Gemm,
+    a: DevTensor,
+    b: DevTensor,
+    c: DevTensor,
+    ws: Option<DevMem>,
+}
+
+fn need<T: Clone>(l: &Result<T, String>, library: &str) -> Result<T, UnitError> {
+    l.clone().map_err(|why| UnitError::Library {
+        library: library.into(),
+        code: "LIBRARY_NOT_FOUND".into(),
+        message: why,
+    })
+}
+
+pub fn prepare(
+    dev: &DevRef,
+    lt_lib: &Result<HipblasltRef, String>,
+    rb_lib: &Result<RocblasRef, String>,
+    p: &Gemm,
+    solver: &str,
+    i: &GemmInputs,
+    phases: &mut dyn PhaseSink,
+) -> Result<Box<dyn Prepared>, UnitError> {
+    let (call, ws_bytes) = if solver == "rocblas" {
+        if p.compute == DType::Tf32 {
+            return Err(UnitError::Unsupported(
+                "rocBLAS gemm_ex has no TF32 compute type".into(),
+            ));
+        }
+        let lib = need(rb_lib, "rocblas")?;
+        let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+        (Call::Rocblas { lib, handle }, 0)
+    } else {
+        let lib = need(lt_lib, "hipblaslt")?;
+        let plan = Plan::new(&lib, p)?;
+        let hs = plan.heuristics()?;
+        let rank = match solver {
+            "default" | "hipblaslt" => 0,
+            other => other
+                .strip_prefix("hipblaslt#")
+                .and_then(|r| r.split('-').next())
+                .and_then(|r| r.parse::<usize>().ok())
+                .ok_or_else(|| {
+                    UnitError::Unsupported(format!(
+                        "hipBLASLt has no solver `{other}` (use hipblaslt, hipblaslt#N, rocblas or all)"
+                    ))
+                })?,
+        };
+        let Some(algo) = hs.get(rank).copied() else {
+            return Err(UnitError::Unsupported(format!(
+                "HIPBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
+                hs.len()
+            )));
+        };
+        // A row must time the solution it names, even if the heuristic's order changed.
+        if let Some(want) = solver.split("-sol").nth(1).and_then(|s| s.parse::<i32>().ok())
+            && algo.algo.index() != want
+        {
+            return Err(UnitError::Unsupported(format!(
+                "the heuristic's rank {rank} is now solution {} (the solver names {want})",
+                algo.algo.index()
+            )));
+        }
+        let ws = algo.workspace_size;
+        (Call::Lt { plan, algo }, ws)
+    };
+    phases.phase("alloc");
+    Ok(Box::new(GemmRun {
+        dev: dev.clone(),
+        call,
+        p: p.clone(),
+        a: DevTensor::upload(dev, &i.a)?,
+        b: DevTensor::upload(dev, &i.b)?,
+        c: DevTensor::zeros(dev, p.out_dtype, p.output_len())?,
+        ws: (ws_bytes > 0)
+            .then(|| DevMem::alloc(&dev.hip, ws_bytes))
+            .transpose()?,
+    }))
+}
+
+/// Launches C = A x B (row-major) for the tensors at the given addresses.
+fn launch(
+    dev: &DevRef,
+    call: &Call,
+    p: &Gemm,
+    pa: *const c_void,
+    pb: *const c_void,
+    pc: *mut c_void,
+    ws: Option<&DevMem>,
+) -> Result<(), UnitError> {
+    let (a32, b32) = (1.0f32, 0.0f32);
+    let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
+    match call {
+        Call::Lt { plan, algo } => {
+            let (al, be): (*const c_void, *const c_void) = if plan.f16_scale {
+                ((&a16 as *const half::f16).cast(), (&b16 as *const half::f16).cast())
+            } else {
+                ((&a32 as *const f32).cast(), (&b32 as *const f32).cast())
+            };
+            let (wsp, wsn) = ws.map_or((std::ptr::null_mut(), 0), |w| (w.ptr, w.bytes));
+            // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
+            let rc = unsafe {
+                (plan.lib.api.hipblasLtMatmul)(
+                    plan.handle.raw,
+                    plan.desc.raw,
+                    al,
+                    pb,
+                    plan.a.raw,
+                    pa,
+                    plan.b.raw,
+                    be,
+                    pc.cast_const(),
+                    plan.c.raw,
+                    pc,
+                    plan.c.raw,
+                    &algo.algo,
+                    wsp,
+                    wsn,
+                    dev.stream.raw,
+                )
+            };
+            plan.lib.check(rc, "hipblasLtMatmul")
+        }
+        Call::Rocblas { lib, handle } => {
+            let ty = |d: DType| match d {
+                DType::F16 => rb::F16,
+                DType::Bf16 => rb::BF16,
+                _ => rb::F32,
+            };
+            let (compute, al, be): (c_int, *const c_void, *const c_void) = if p.compute == DType::F16
+            {
+                (rb::F16, (&a16 as *const half::f16).cast(), (&b16 as *const half::f16).cast())
+            } else {
+                (rb::F32, (&a32 as *const f32).cast(), (&b32 as *const f32).cast())
+            };
+            let ((ar, ac), (br, bc)) = shapes(p);
+            let int = |v: usize| {
+                c_int::try_from(v)
+                    .map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
+            };
+            let op = |t: bool| if t { rb::OP_T } else { rb::OP_N };
+            // SAFETY: live handle and device buffers sized for the column-major view.
+            let rc = unsafe {
+                (lib.api.rocblas_gemm_strided_batched_ex)(
+                    handle.raw,
+                    op(p.trans_b),
+                    op(p.trans_a),
+                    int(p.n)?,
+                    int(p.m)?,
+                    int(p.k)?,
+                    al,
+                    pb,
+                    ty(p.dtype),
+                    int(ar)?,
+                    (ar * ac) as i64,
+                    pa,
+                    ty(p.dtype),
+                    int(br)?,
+                    (br * bc) as i64,
+                    be,
+                    pc.cast_const(),
+                    ty(p.out_dtype),
+                    int(p.n)?,
+                    (p.n * p.m) as i64,
+                    pc,
+                    ty(p.out_dtype),
+                    int(p.n)?,
+                    (p.n * p.m) as i64,
+                    int(p.batch)?,
+                    compute,
+                    rb::ALGO_STANDARD,
+                    0,
+                    0,
+                )
+            };
+            lib.check(rc, "rocblas_gemm_strided_batched_ex")
+        }
+    }
+}
+
+/// A configured GEMM for the graph op: the solver's library and algorithm, any operands.
+pub struct GemmCall {
+    call: Call,
+    p: Gemm,
+    ws: Option<DevMem>,
+}
+
+impl GemmCall {
+    pub fn new(
+        dev: &DevRef,
+        lt_lib: &Result<HipblasltRef, String>,
+        rb_lib: &Result<RocblasRef, String>,
+        p: &Gemm,
+    ) -> Result<GemmCall, UnitError> {
+        // hipBLASLt's first pick where it has one, else rocBLAS (what PyTorch does).
+        let lt_first = lt_lib.as_ref().ok().and_then(|l| {
+            let plan = Plan::new(l, p).ok()?;
+            let algo = *plan.heuristics().ok()?.first()?;
+            Some((plan, algo))
+        });
+        let (call, ws_bytes) = match lt_first {
+            Some((plan, algo)) => {
+                let ws = algo.workspace_size;
+                (Call::Lt { plan, algo }, ws)
+            }
+            None => {
+                let lib = need(rb_lib, "rocblas")?;
+                let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+                (Call::Rocblas { lib, handle }, 0)
+            }
+        };
+        Ok(GemmCall {
+            call,
+            p: p.clone(),
+            ws: (ws_bytes > 0)
+                .then(|| DevMem::alloc(&dev.hip, ws_bytes))
+                .transpose()?,
+        })
+    }
+
+    pub fn launch(
+        &self,
+        dev: &DevRef,
+        pa: *const c_void,
+        pb: *const c_void,
+        pc: *mut c_void,
+    ) -> Result<(), UnitError> {
+        launch(dev, &self.call, &self.p, pa, pb, pc, self.ws.as_ref())
+    }
+}
+
+impl Prepared for GemmRun {
+    fn run(&mut self) -> Result<f64, UnitError> {
+        let d = self.dev.clone();
+        let (pa, pb, pc) = (
+            self.a.mem.ptr.cast_const(),
+            self.b.mem.ptr.cast_const(),
+            self.c.mem.ptr,
+        );
+        let (call, p, ws) = (&self.call, &self.p, self.ws.as_ref());
+        d.stream.timed(|| launch(&d, call, p, pa, pb, pc, ws))
+    }
+
+    fn output(&mut self) -> Result<HostData, UnitError> {
+        self.c.download(&self.dev)
+    }
+
+    fn workspace_bytes(&self) -> u64 {
+        self.ws.as_ref().map_or(0, |w| w.bytes as u64)
+    }
+}

@@ -1,0 +1,536 @@
+//! The HIP runtime (libamdhip64): raw symbols, calls that turn hipError_t into Results named by
+//! the runtime itself, and owning types that free what they hold.
+
+use super::loader::{self, api, c_str};
+use crate::backend::UnitError;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::Arc;
+
+pub type Ptr = *mut c_void;
+
+/// Sonames per ROCm major, newest first; the unversioned name last.
+pub const SONAMES: &[&str] = &[
+    "libamdhip64.so.7",
+    "libamdhip64.so.6",
+    "libamdhip64.so.5",
+    "libamdhip64.so",
+];
+
+pub const MEMCPY_H2D: c_int = 1;
+pub const MEMCPY_D2H: c_int = 2;
+pub const MEMCPY_D2D: c_int = 3;
+pub const CAPTURE_MODE_GLOBAL: c_int = 0;
+pub const ATTR_CLOCK_RATE: c_int = 5;
+pub const ATTR_L2_CACHE_SIZE: c_int = 19;
+pub const ATTR_MEMORY_BUS_WIDTH: c_int = 59;
+pub const ATTR_MEMORY_CLOCK_RATE: c_int = 60;
+pub const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
+pub const ATTR_WARP_SIZE: c_int = 87;
+pub const ERROR_NO_DEVICE: c_int = 100;
+
+api! {
+    pub struct HipApi {
+        required {
+            hipInit: fn(c_uint) -> c_int;
+            hipGetDeviceCount: fn(*mut c_int) -> c_int;
+            hipSetDevice: fn(c_int) -> c_int;
+            hipDeviceSynchronize: fn() -> c_int;
+            hipDeviceGetAttribute: fn(*mut c_int, c_int, c_int) -> c_int;
+            hipDeviceGetName: fn(*mut c_char, c_int, c_int) -> c_int;
+            hipRuntimeGetVersion: fn(*mut c_int) -> c_int;
+            hipDriverGetVersion: fn(*mut c_int) -> c_int;
+            hipMalloc: fn(*mut Ptr, usize) -> c_int;
+            hipFree: fn(Ptr) -> c_int;
+            hipHostMalloc: fn(*mut Ptr, usize, c_uint) -> c_int;
+            hipHostFree: fn(Ptr) -> c_int;
+            hipMemcpy: fn(Ptr, *const c_void, usize, c_int) -> c_int;
+            hipMemcpyAsync: fn(Ptr, *const c_void, usize, c_int, Ptr) -> c_int;
+            hipMemsetAsync: fn(Ptr, c_int, usize, Ptr) -> c_int;
+            hipStreamCreate: fn(*mut Ptr) -> c_int;
+            hipStreamDestroy: fn(Ptr) -> c_int;
+            hipStreamSynchronize: fn(Ptr) -> c_int;
+            hipEventCreate: fn(*mut Ptr) -> c_int;
+            hipEventDestroy: fn(Ptr) -> c_int;
+            hipEventRecord: fn(Ptr, Ptr) -> c_int;
+            hipEventSynchronize: fn(Ptr) -> c_int;
+            hipEventElapsedTime: fn(*mut f32, Ptr, Ptr) -> c_int;
+            hipStreamBeginCapture: fn(Ptr, c_int) -> c_int;
+            hipStreamEndCapture: fn(Ptr, *mut Ptr) -> c_int;
+            hipGraphInstantiate: fn(*mut Ptr, Ptr, *mut Ptr, *mut c_char, usize) -> c_int;
+            hipGraphLaunch: fn(Ptr, Ptr) -> c_int;
+            hipGraphExecDestroy: fn(Ptr) -> c_int;
+            hipGraphDestroy: fn(Ptr) -> c_int;
+            hipGetErrorName: fn(c_int) -> *const c_char;
+            hipGetErrorString: fn(c_int) -> *const c_char;
+            hipModuleLoadData: fn(*mut Ptr, *const c_void) -> c_int;
+            hipModuleGetFunction: fn(*mut Ptr, Ptr, *const c_char) -> c_int;
+            hipModuleUnload: fn(Ptr) -> c_int;
+            hipModuleLaunchKernel: fn(
+                Ptr, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, Ptr,
+                *mut *mut c_void, *mut *mut c_void,
+            ) -> c_int;
+        }
+        optional {
+            // ROCm 6+ layout of hipDeviceProp_t (gcnArchName at 1160); 5.x has only the plain one.
+            hipGetDevicePropertiesR0600: fn(*mut c_void, c_int) -> c_int;
+            hipGetDeviceProperties: fn(*mut c_void, c_int) -> c_int;
+            hipMemGetInfo: fn(*mut usize, *mut usize) -> c_int;
+        }
+    }
+}
+
+/// The loaded runtime, shared by every owning type below.
+pub struct Hip {
+    pub api: HipApi,
+    pub path: String,
+    /// (major, minor, patch) of hipRuntimeGetVersion; decides enum sets of other libraries.
+    pub version: (i32, i32, i32),
+}
+
+pub type HipRef = Arc<Hip>;
+
+impl Hip {
+    pub fn load() -> Result<HipRef, String> {
+        let l = loader::open(SONAMES).map_err(|e| format!("HIP runtime (libamdhip64) {e}"))?;
+        let api = HipApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
+        let mut v = 0;
+        // SAFETY: out-pointer to a live int.
+        let rc = unsafe { (api.hipRuntimeGetVersion)(&mut v) };
+        let version = if rc == 0 {
+            loader::hip_version(v)
+        } else {
+            (0, 0, 0)
+        };
+        Ok(Arc::new(Hip {
+            api,
+            path: l.path,
+            version,
+        }))
+    }
+
+    /// hipError_t → Result, with the runtime's own name for the code.
+    pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        // SAFETY: both return static strings for any code.
+        let (name, text) = unsafe {
+            (
+                c_str((self.api.hipGetErrorName)(rc)),
+                c_str((self.api.hipGetErrorString)(rc)),
+            )
+        };
+        Err(UnitError::Library {
+            library: "hip".into(),
+            code: name,
+            message: format!("{what}: {text}"),
+        })
+    }
+
+    pub fn error_name(&self, rc: c_int) -> String {
+        // SAFETY: static string for any code.
+        c_str(unsafe { (self.api.hipGetErrorName)(rc) })
+    }
+}
+
+/// Device memory freed on drop.
+pub struct DevMem {
+    hip: HipRef,
+    pub ptr: Ptr,
+    pub bytes: usize,
+}
+
+impl DevMem {
+    pub fn alloc(hip: &HipRef, bytes: usize) -> Result<DevMem, UnitError> {
+        let mut ptr = std::ptr::null_mut();
+        // At least one byte: a library needs a real pointer even for an empty tensor.
+        // SAFETY: out-pointer to a live pointer.
+        hip.check(
+            unsafe { (hip.api.hipMalloc)(&mut ptr, bytes.max(1)) },
+            "hipMalloc",
+        )?;
+        Ok(DevMem {
+            hip: hip.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    pub fn upload(hip: &HipRef, bytes: &[u8]) -> Result<DevMem, UnitError> {
+        let m = DevMem::alloc(hip, bytes.len())?;
+        m.write(bytes)?;
+        Ok(m)
+    }
+
+    pub fn write(&self, bytes: &[u8]) -> Result<(), UnitError> {
+        let n = bytes.len().min(self.bytes);
+        // SAFETY: the destination holds self.bytes, the source n <= that many bytes.
+        self.hip.check(
+            unsafe {
+                (self.hip.api.hipMemcpy)(self.ptr, bytes.as_ptr().cast(), n, MEMCPY_H2D)
+            },
+            "hipMemcpy host to device",
+        )
+    }
+
+    pub fn read(&self) -> Result<Vec<u8>, UnitError> {
+        let mut v = vec![0u8; self.bytes];
+        // SAFETY: the destination vector holds exactly self.bytes bytes.
+        self.hip.check(
+            unsafe {
+                (self.hip.api.hipMemcpy)(
+                    v.as_mut_ptr().cast(),
+                    self.ptr,
+                    self.bytes,
+                    MEMCPY_D2H,
+                )
+            },
+            "hipMemcpy device to host",
+        )?;
+        Ok(v)
+    }
+}
+
+impl Drop for DevMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated by hipMalloc and freed once.
+        unsafe { (self.hip.api.hipFree)(self.ptr) };
+    }
+}
+
+/// Pinned host memory freed on drop.
+pub struct PinnedMem {
+    hip: HipRef,
+    pub ptr: Ptr,
+    pub bytes: usize,
+}
+
+impl PinnedMem {
+    pub fn alloc(hip: &HipRef, bytes: usize) -> Result<PinnedMem, UnitError> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live pointer; flags 0 = hipHostMallocDefault.
+        hip.check(
+            unsafe { (hip.api.hipHostMalloc)(&mut ptr, bytes.max(1), 0) },
+            "hipHostMalloc",
+        )?;
+        Ok(PinnedMem {
+            hip: hip.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation holds at least `bytes` bytes and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.bytes) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u8>(), self.bytes) }
+    }
+}
+
+impl Drop for PinnedMem {
+    fn drop(&mut self) {
+        // SAFETY: allocated by hipHostMalloc and freed once.
+        unsafe { (self.hip.api.hipHostFree)(self.ptr) };
+    }
+}
+
+pub struct Stream {
+    hip: HipRef,
+    pub raw: Ptr,
+}
+
+impl Stream {
+    pub fn new(hip: &HipRef) -> Result<Stream, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        hip.check(
+            unsafe { (hip.api.hipStreamCreate)(&mut raw) },
+            "hipStreamCreate",
+        )?;
+        Ok(Stream {
+            hip: hip.clone(),
+            raw,
+        })
+    }
+
+    pub fn sync(&self) -> Result<(), UnitError> {
+        // SAFETY: a live stream.
+        self.hip.check(
+            unsafe { (self.hip.api.hipStreamSynchronize)(self.raw) },
+            "hipStreamSynchronize",
+        )
+    }
+
+    /// Runs `f` between two events on this stream and returns the device time in seconds.
+    pub fn timed(&self, f: impl FnOnce() -> Result<(), UnitError>) -> Result<f64, UnitError> {
+        let start = Event::new(&self.hip)?;
+        let end = Event::new(&self.hip)?;
+        start.record(self)?;
+        f()?;
+        end.record(self)?;
+        // SAFETY: live events.
+        self.hip.check(
+            unsafe { (self.hip.api.hipEventSynchronize)(end.raw) },
+            "hipEventSynchronize",
+        )?;
+        let mut ms = 0f32;
+        // SAFETY: out-pointer to a live float; both events recorded on this stream.
+        self.hip.check(
+            unsafe { (self.hip.api.hipEventElapsedTime)(&mut ms, start.raw, end.raw) },
+            "hipEventElapsedTime",
+        )?;
+        Ok(ms as f64 / 1e3)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: created by hipStreamCreate, destroyed once.
+        unsafe { (self.hip.api.hipStreamDestroy)(self.raw) };
+    }
+}
+
+pub struct Event {
+    hip: HipRef,
+    raw: Ptr,
+}
+
+impl Event {
+    pub fn new(hip: &HipRef) -> Result<Event, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        hip.check(
+            unsafe { (hip.api.hipEventCreate)(&mut raw) },
+            "hipEventCreate",
+        )?;
+        Ok(Event {
+            hip: hip.clone(),
+            raw,
+        })
+    }
+
+    pub fn record(&self, s: &Stream) -> Result<(), UnitError> {
+        // SAFETY: live event and stream.
+        self.hip.check(
+            unsafe { (self.hip.api.hipEventRecord)(self.raw, s.raw) },
+            "hipEventRecord",
+        )
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created by hipEventCreate, destroyed once.
+        unsafe { (self.hip.api.hipEventDestroy)(self.raw) };
+    }
+}
+
+/// A loaded code object.
+pub struct Module {
+    hip: HipRef,
+    raw: Ptr,
+}
+
+impl Module {
+    pub fn load(hip: &HipRef, image: &[u8]) -> Result<Module, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the image outlives the call (the runtime copies it).
+        hip.check(
+            unsafe { (hip.api.hipModuleLoadData)(&mut raw, image.as_ptr().cast()) },
+            "hipModuleLoadData",
+        )?;
+        Ok(Module {
+            hip: hip.clone(),
+            raw,
+        })
+    }
+
+    pub fn function(&self, name: &str) -> Result<Ptr, UnitError> {
+        let c = std::ffi::CString::new(name).map_err(|_| UnitError::Library {
+            library: "hip".into(),
+            code: "hipErrorInvalidValue".into(),
+            message: format!("kernel name {name:?} contains NUL"),
+        })?;
+        let mut f = std::ptr::null_mut();
+        // SAFETY: live module, NUL-terminated name, out-pointer to a live handle.
+        self.hip.check(
+            unsafe { (self.hip.api.hipModuleGetFunction)(&mut f, self.raw, c.as_ptr()) },
+            &format!("hipModuleGetFunction({name})"),
+        )?;
+        Ok(f)
+    }
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: loaded by hipModuleLoadData, unloaded once.
+        unsafe { (self.hip.api.hipModuleUnload)(self.raw) };
+    }
+}
+
+/// A captured graph and its executable form.
+pub struct GraphExec {
+    hip: HipRef,
+    graph: Ptr,
+    exec: Ptr,
+}
+
+impl GraphExec {
+    /// Captures what `f` issues on `s` and instantiates it. Capture and instantiation failures
+    /// keep their own stage in the message.
+    pub fn capture(
+        hip: &HipRef,
+        s: &Stream,
+        f: impl FnOnce() -> Result<(), UnitError>,
+    ) -> Result<GraphExec, UnitError> {
+        let stage = |stage: &str, e: UnitError| match e {
+            UnitError::Library {
+                library,
+                code,
+                message,
+            } => UnitError::Library {
+                library,
+                code,
+                message: format!("{stage}: {message}"),
+            },
+            other => other,
+        };
+        // SAFETY: a live stream.
+        hip.check(
+            unsafe { (hip.api.hipStreamBeginCapture)(s.raw, CAPTURE_MODE_GLOBAL) },
+            "hipStreamBeginCapture",
+        )
+        .map_err(|e| stage("capture", e))?;
+        let body = f();
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: ends the capture begun above, whatever the body did.
+        let end = unsafe { (hip.api.hipStreamEndCapture)(s.raw, &mut graph) };
+        body.map_err(|e| stage("capture", e))?;
+        hip.check(end, "hipStreamEndCapture")
+            .map_err(|e| stage("capture", e))?;
+        let mut exec = std::ptr::null_mut();
+        let mut log = [0 as c_char; 512];
+        // SAFETY: a graph from EndCapture; the log buffer's size is passed with it.
+        let rc = unsafe {
+            (hip.api.hipGraphInstantiate)(
+                &mut exec,
+                graph,
+                std::ptr::null_mut(),
+                log.as_mut_ptr(),
+                log.len(),
+            )
+        };
+        if rc != 0 {
+            // SAFETY: the graph was created by EndCapture and is destroyed once.
+            unsafe { (hip.api.hipGraphDestroy)(graph) };
+            let text = c_str(log.as_ptr());
+            return Err(stage(
+                "instantiate",
+                hip.check(rc, &format!("hipGraphInstantiate {text}"))
+                    .err()
+                    .unwrap_or(UnitError::Unsupported("instantiate".into())),
+            ));
+        }
+        Ok(GraphExec {
+            hip: hip.clone(),
+            graph,
+            exec,
+        })
+    }
+
+    pub fn launch(&self, s: &Stream) -> Result<(), UnitError> {
+        // SAFETY: a live exec and stream.
+        self.hip.check(
+            unsafe { (self.hip.api.hipGraphLaunch)(self.exec, s.raw) },
+            "hipGraphLaunch",
+        )
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        // SAFETY: both created in capture, destroyed once.
+        unsafe {
+            (self.hip.api.hipGraphExecDestroy)(self.exec);
+            (self.hip.api.hipGraphDestroy)(self.graph);
+        }
+    }
+}
+
+/// Facts about device 0 for the manifest.
+pub struct DeviceFacts {
+    pub name: String,
+    pub arch: String,
+    pub attrs: Vec<(&'static str, String)>,
+}
+
+pub fn device_facts(hip: &Hip, dev: c_int) -> DeviceFacts {
+    let mut name = [0 as c_char; 256];
+    // SAFETY: buffer and its length.
+    let name = if unsafe { (hip.api.hipDeviceGetName)(name.as_mut_ptr(), 255, dev) } == 0 {
+        c_str(name.as_ptr())
+    } else {
+        "unknown AMD device".into()
+    };
+    let arch = gcn_arch_name(hip, dev).unwrap_or_else(|| "unknown".into());
+    let attr = |a| {
+        let mut v = 0;
+        // SAFETY: out-pointer to a live int.
+        match unsafe { (hip.api.hipDeviceGetAttribute)(&mut v, a, dev) } {
+            0 => v.to_string(),
+            _ => "unknown".into(),
+        }
+    };
+    let mhz = |a| {
+        attr(a)
+            .parse::<i64>()
+            .map(|k| (k / 1000).to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    let mut attrs = vec![
+        ("compute units", attr(ATTR_MULTIPROCESSOR_COUNT)),
+        ("clock MHz", mhz(ATTR_CLOCK_RATE)),
+        ("memory clock MHz", mhz(ATTR_MEMORY_CLOCK_RATE)),
+        ("memory bus bits", attr(ATTR_MEMORY_BUS_WIDTH)),
+        ("L2 bytes", attr(ATTR_L2_CACHE_SIZE)),
+        ("warp size", attr(ATTR_WARP_SIZE)),
+    ];
+    if let Some(f) = hip.api.hipMemGetInfo {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: out-pointers to live integers.
+        if unsafe { f(&mut free, &mut total) } == 0 {
+            attrs.push((
+                "memory",
+                format!("{:.1} GiB", total as f64 / (1u64 << 30) as f64),
+            ));
+        }
+    }
+    DeviceFacts { name, arch, attrs }
+}
+
+/// gcnArchName ("gfx1010:xnack-") from whichever device-properties layout the runtime has
+/// (see ROCM-ABI.md): the R0600 symbol with the string at 1160, else the old one at 396.
+pub fn gcn_arch_name(hip: &Hip, dev: c_int) -> Option<String> {
+    let (f, offset) = match (
+        hip.api.hipGetDevicePropertiesR0600,
+        hip.api.hipGetDeviceProperties,
+    ) {
+        (Some(f), _) => (f, 1160),
+        (None, Some(f)) => (f, 396),
+        (None, None) => return None,
+    };
+    // Larger than either struct, zeroed so that an unwritten string reads as empty.
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: the buffer is larger than every known hipDeviceProp_t layout.
+    if unsafe { f(buf.as_mut_ptr().cast(), dev) } != 0 {
+        return None;
+    }
+    let bytes = &buf[offset..offset + 256];
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let s = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    s.starts_with("gfx").then_some(s)
+}

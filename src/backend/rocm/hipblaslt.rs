@@ -1,0 +1,248 @@
+//! hipBLASLt: raw symbols, statuses as Results, owning handles. The type enums changed in ROCm
+//! 6.0 (hipDataType / hipblasComputeType_t replaced hipblasDatatype_t / hipblasLtComputeType_t)
+//! and so did the matrix-layout attribute numbers; `Enums` picks the set by the HIP major.
+
+use super::hip::Ptr;
+use super::loader::{self, api};
+use crate::backend::UnitError;
+use crate::dtype::DType;
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+pub const SONAMES: &[&str] = &["libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"];
+
+pub const STATUS_NOT_SUPPORTED: c_int = 7;
+pub const OP_N: i32 = 111;
+pub const OP_T: i32 = 112;
+pub const DESC_TRANSA: c_int = 0;
+pub const DESC_TRANSB: c_int = 1;
+pub const PREF_MAX_WORKSPACE_BYTES: c_int = 1;
+
+/// hipblasLtMatmulAlgo_t: 16 opaque bytes (the first int32 is the solution index) and the
+/// maximum workspace.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Algo {
+    pub data: [u8; 16],
+    pub max_workspace_bytes: usize,
+}
+
+impl Algo {
+    pub fn index(&self) -> i32 {
+        i32::from_ne_bytes([self.data[0], self.data[1], self.data[2], self.data[3]])
+    }
+}
+
+/// hipblasLtMatmulHeuristicResult_t (56 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HeuristicResult {
+    pub algo: Algo,
+    pub workspace_size: usize,
+    pub state: c_int,
+    pub waves_count: f32,
+    pub reserved: [c_int; 4],
+}
+
+type H = Ptr;
+
+api! {
+    pub struct HipblasltApi {
+        required {
+            hipblasLtCreate: fn(*mut H) -> c_int;
+            hipblasLtDestroy: fn(H) -> c_int;
+            hipblasLtMatmulDescCreate: fn(*mut H, c_int, c_int) -> c_int;
+            hipblasLtMatmulDescDestroy: fn(H) -> c_int;
+            hipblasLtMatmulDescSetAttribute: fn(H, c_int, *const c_void, usize) -> c_int;
+            hipblasLtMatrixLayoutCreate: fn(*mut H, c_int, u64, u64, i64) -> c_int;
+            hipblasLtMatrixLayoutDestroy: fn(H) -> c_int;
+            hipblasLtMatrixLayoutSetAttribute: fn(H, c_int, *const c_void, usize) -> c_int;
+            hipblasLtMatmulPreferenceCreate: fn(*mut H) -> c_int;
+            hipblasLtMatmulPreferenceDestroy: fn(H) -> c_int;
+            hipblasLtMatmulPreferenceSetAttribute: fn(H, c_int, *const c_void, usize) -> c_int;
+            hipblasLtMatmulAlgoGetHeuristic: fn(H, H, H, H, H, H, H, c_int, *mut HeuristicResult, *mut c_int) -> c_int;
+            hipblasLtMatmul: fn(
+                H, H, *const c_void, *const c_void, H, *const c_void, H, *const c_void,
+                *const c_void, H, Ptr, H, *const Algo, Ptr, usize, Ptr,
+            ) -> c_int;
+        }
+        optional {
+            hipblasLtGetVersion: fn(H, *mut c_int) -> c_int;
+        }
+    }
+}
+
+/// Enum values for one ROCm generation.
+#[derive(Clone, Copy, Debug)]
+pub struct Enums {
+    pub f32: c_int,
+    pub f16: c_int,
+    pub bf16: c_int,
+    pub compute_f32: c_int,
+    pub compute_tf32: c_int,
+    pub compute_f16: Option<c_int>,
+    pub layout_batch_count: c_int,
+    pub layout_batch_stride: c_int,
+}
+
+impl Enums {
+    pub fn for_rocm_major(major: i32) -> Enums {
+        if major >= 6 {
+            Enums {
+                f32: 0,
+                f16: 2,
+                bf16: 14,
+                compute_f32: 2,
+                compute_tf32: 6,
+                compute_f16: Some(0),
+                layout_batch_count: 0,
+                layout_batch_stride: 1,
+            }
+        } else {
+            // ROCm 5.x: hipblasDatatype_t, hipblasLtComputeType_t, and TYPE=0 in the layout enum.
+            Enums {
+                f32: 151,
+                f16: 150,
+                bf16: 168,
+                compute_f32: 300,
+                compute_tf32: 301,
+                compute_f16: None,
+                layout_batch_count: 1,
+                layout_batch_stride: 2,
+            }
+        }
+    }
+
+    pub fn data(&self, d: DType) -> c_int {
+        match d {
+            DType::F16 => self.f16,
+            DType::Bf16 => self.bf16,
+            _ => self.f32,
+        }
+    }
+}
+
+pub struct Hipblaslt {
+    pub api: HipblasltApi,
+    pub path: String,
+    pub enums: Enums,
+}
+
+pub type HipblasltRef = Arc<Hipblaslt>;
+
+impl Hipblaslt {
+    pub fn load(rocm_major: i32) -> Result<HipblasltRef, String> {
+        let l = loader::open(SONAMES).map_err(|e| format!("hipBLASLt (libhipblaslt) {e}"))?;
+        let api = HipblasltApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
+        Ok(Arc::new(Hipblaslt {
+            api,
+            path: l.path,
+            enums: Enums::for_rocm_major(rocm_major),
+        }))
+    }
+
+    pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let name = status_name(rc);
+        if rc == STATUS_NOT_SUPPORTED {
+            return Err(UnitError::Unsupported(format!("{name} from {what}")));
+        }
+        Err(UnitError::Library {
+            library: "hipblaslt".into(),
+            code: name,
+            message: what.to_string(),
+        })
+    }
+}
+
+pub fn status_name(rc: c_int) -> String {
+    const NAMES: &[&str] = &[
+        "HIPBLAS_STATUS_SUCCESS",
+        "HIPBLAS_STATUS_NOT_INITIALIZED",
+        "HIPBLAS_STATUS_ALLOC_FAILED",
+        "HIPBLAS_STATUS_INVALID_VALUE",
+        "HIPBLAS_STATUS_MAPPING_ERROR",
+        "HIPBLAS_STATUS_EXECUTION_FAILED",
+        "HIPBLAS_STATUS_INTERNAL_ERROR",
+        "HIPBLAS_STATUS_NOT_SUPPORTED",
+        "HIPBLAS_STATUS_ARCH_MISMATCH",
+        "HIPBLAS_STATUS_HANDLE_IS_NULLPTR",
+        "HIPBLAS_STATUS_INVALID_ENUM",
+        "HIPBLAS_STATUS_UNKNOWN",
+    ];
+    usize::try_from(rc)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("HIPBLAS_STATUS#{rc}"))
+}
+
+/// An owned hipBLASLt object of one kind, destroyed with its own function.
+pub struct Obj {
+    lib: HipblasltRef,
+    pub raw: H,
+    destroy: unsafe extern "C" fn(H) -> c_int,
+}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        // SAFETY: created by the matching create call, destroyed once.
+        unsafe { (self.destroy)(self.raw) };
+    }
+}
+
+impl Obj {
+    pub fn handle(lib: &HipblasltRef) -> Result<Obj, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(unsafe { (lib.api.hipblasLtCreate)(&mut raw) }, "hipblasLtCreate")?;
+        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtDestroy })
+    }
+
+    pub fn matmul_desc(lib: &HipblasltRef, compute: c_int, scale: c_int) -> Result<Obj, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.hipblasLtMatmulDescCreate)(&mut raw, compute, scale) },
+            "hipblasLtMatmulDescCreate",
+        )?;
+        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatmulDescDestroy })
+    }
+
+    pub fn layout(lib: &HipblasltRef, dtype: c_int, rows: u64, cols: u64, ld: i64) -> Result<Obj, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.hipblasLtMatrixLayoutCreate)(&mut raw, dtype, rows, cols, ld) },
+            "hipblasLtMatrixLayoutCreate",
+        )?;
+        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatrixLayoutDestroy })
+    }
+
+    pub fn preference(lib: &HipblasltRef) -> Result<Obj, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.hipblasLtMatmulPreferenceCreate)(&mut raw) },
+            "hipblasLtMatmulPreferenceCreate",
+        )?;
+        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatmulPreferenceDestroy })
+    }
+
+    /// Sets a plain-value attribute through `f` (one of the SetAttribute entry points).
+    pub fn set<T>(
+        &self,
+        f: unsafe extern "C" fn(H, c_int, *const c_void, usize) -> c_int,
+        attr: c_int,
+        value: &T,
+        what: &str,
+    ) -> Result<(), UnitError> {
+        // SAFETY: the value's address and exact size.
+        self.lib.check(
+            unsafe { f(self.raw, attr, (value as *const T).cast(), std::mem::size_of::<T>()) },
+            what,
+        )
+    }
+}

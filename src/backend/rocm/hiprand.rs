@@ -1,0 +1,100 @@
+//! hipRAND: normal draws on the device (seed 000: randn_like giving zeros on gfx1151).
+
+use super::hip::Ptr;
+use super::loader::{self, api};
+use crate::backend::UnitError;
+use std::ffi::c_int;
+use std::sync::Arc;
+
+pub const SONAMES: &[&str] = &["libhiprand.so.1", "libhiprand.so"];
+pub const PHILOX4_32_10: c_int = 405;
+
+api! {
+    pub struct HiprandApi {
+        required {
+            hiprandCreateGenerator: fn(*mut Ptr, c_int) -> c_int;
+            hiprandDestroyGenerator: fn(Ptr) -> c_int;
+            hiprandSetPseudoRandomGeneratorSeed: fn(Ptr, u64) -> c_int;
+            hiprandSetStream: fn(Ptr, Ptr) -> c_int;
+            hiprandGenerateNormal: fn(Ptr, *mut f32, usize, f32, f32) -> c_int;
+        }
+        optional {
+            hiprandGetVersion: fn(*mut c_int) -> c_int;
+        }
+    }
+}
+
+pub struct Hiprand {
+    pub api: HiprandApi,
+    pub path: String,
+}
+
+pub type HiprandRef = Arc<Hiprand>;
+
+impl Hiprand {
+    pub fn load() -> Result<HiprandRef, String> {
+        let l = loader::open(SONAMES).map_err(|e| format!("hipRAND (libhiprand) {e}"))?;
+        let api = HiprandApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
+        Ok(Arc::new(Hiprand { api, path: l.path }))
+    }
+
+    pub fn version(&self) -> Option<String> {
+        let f = self.api.hiprandGetVersion?;
+        let mut v = 0;
+        // SAFETY: out-pointer to a live int.
+        (unsafe { f(&mut v) } == 0).then(|| format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100))
+    }
+
+    pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let name = match rc {
+            100 => "HIPRAND_STATUS_VERSION_MISMATCH",
+            101 => "HIPRAND_STATUS_NOT_INITIALIZED",
+            102 => "HIPRAND_STATUS_ALLOCATION_FAILED",
+            103 => "HIPRAND_STATUS_TYPE_ERROR",
+            104 => "HIPRAND_STATUS_OUT_OF_RANGE",
+            105 => "HIPRAND_STATUS_LENGTH_NOT_MULTIPLE",
+            106 => "HIPRAND_STATUS_DOUBLE_PRECISION_REQUIRED",
+            201 => "HIPRAND_STATUS_LAUNCH_FAILURE",
+            202 => "HIPRAND_STATUS_PREEXISTING_FAILURE",
+            203 => "HIPRAND_STATUS_INITIALIZATION_FAILED",
+            204 => "HIPRAND_STATUS_ARCH_MISMATCH",
+            999 => "HIPRAND_STATUS_INTERNAL_ERROR",
+            1000 => "HIPRAND_STATUS_NOT_IMPLEMENTED",
+            _ => "HIPRAND_STATUS_UNKNOWN",
+        };
+        Err(UnitError::Library { library: "hiprand".into(), code: name.into(), message: what.to_string() })
+    }
+}
+
+pub struct Generator {
+    lib: HiprandRef,
+    pub raw: Ptr,
+}
+
+impl Generator {
+    pub fn new(lib: &HiprandRef, seed: u64, stream: Ptr) -> Result<Generator, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.hiprandCreateGenerator)(&mut raw, PHILOX4_32_10) },
+            "hiprandCreateGenerator(PHILOX4_32_10)",
+        )?;
+        let g = Generator { lib: lib.clone(), raw };
+        // SAFETY: a live generator and stream.
+        unsafe {
+            lib.check((lib.api.hiprandSetPseudoRandomGeneratorSeed)(raw, seed), "hiprandSetPseudoRandomGeneratorSeed")?;
+            lib.check((lib.api.hiprandSetStream)(raw, stream), "hiprandSetStream")?;
+        }
+        Ok(g)
+    }
+}
+
+impl Drop for Generator {
+    fn drop(&mut self) {
+        // SAFETY: created above, destroyed once.
+        unsafe { (self.lib.api.hiprandDestroyGenerator)(self.raw) };
+    }
+}

@@ -1,0 +1,132 @@
+//! Finding and opening ROCm's shared libraries at run time, and the `api!` macro that declares a
+//! library's table of raw symbols. Nothing here is linked at build time: one binary serves ROCm
+//! 5.7, 6.x and 7.x, and builds on a machine with no ROCm at all.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Set by `--rocm-lib-dir` (the CLI exports it so that workers see it too).
+pub const LIB_DIR_ENV: &str = "ROCSWEEP_ROCM_LIB_DIR";
+
+/// An opened library and the file it came from.
+pub struct Loaded {
+    pub lib: Arc<libloading::Library>,
+    pub path: String,
+}
+
+/// Directories searched before the system's own search path, in order: `--rocm-lib-dir`,
+/// `$ROCM_PATH/lib`, then (after the bare name through the dynamic loader) `/opt/rocm/lib`.
+fn dirs_before() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    if let Some(d) = std::env::var_os(LIB_DIR_ENV).filter(|d| !d.is_empty()) {
+        v.push(PathBuf::from(d));
+    }
+    if let Some(r) = std::env::var_os("ROCM_PATH").filter(|d| !d.is_empty()) {
+        v.push(Path::new(&r).join("lib"));
+    }
+    v
+}
+
+/// Opens the first of `names` found, trying each explicit directory, then the dynamic loader's
+/// own search (LD_LIBRARY_PATH, ldconfig), then /opt/rocm/lib. The error lists every place tried.
+pub fn open(names: &[&str]) -> Result<Loaded, String> {
+    let mut tried = Vec::new();
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    for d in dirs_before() {
+        candidates.extend(names.iter().map(|n| d.join(n)));
+    }
+    candidates.extend(names.iter().map(PathBuf::from));
+    candidates.extend(names.iter().map(|n| Path::new("/opt/rocm/lib").join(n)));
+    for c in candidates {
+        // A path with a directory that does not exist is skipped quietly; a bare name goes to
+        // the dynamic loader.
+        if c.components().count() > 1 && !c.exists() {
+            tried.push(c.display().to_string());
+            continue;
+        }
+        // SAFETY: loading a ROCm library runs its initialisers; these are the vendor's (or the
+        // test fake's) libraries, loaded deliberately. A worker process is expendable if one
+        // misbehaves.
+        match unsafe { libloading::Library::new(&c) } {
+            Ok(lib) => {
+                return Ok(Loaded {
+                    lib: Arc::new(lib),
+                    path: c.display().to_string(),
+                });
+            }
+            Err(e) => {
+                let why = e.to_string();
+                // A file that exists but fails to load says why; a plain miss says only the name.
+                if c.exists() {
+                    tried.push(format!("{} ({why})", c.display()));
+                } else {
+                    tried.push(format!("{} (dynamic loader search)", c.display()));
+                }
+            }
+        }
+    }
+    Err(format!("not found; looked for {}", tried.join(", ")))
+}
+
+/// Declares a struct holding a library's raw entry points, resolved once at load time.
+/// `required` symbols must all be present; `optional` ones are `None` where missing (they
+/// differ between ROCm releases).
+macro_rules! api {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            required { $( $f:ident : fn($($a:ty),* $(,)?) -> $r:ty; )* }
+            optional { $( $o:ident : fn($($oa:ty),* $(,)?) -> $or:ty; )* }
+        }
+    ) => {
+        $(#[$meta])*
+        #[allow(non_snake_case, clippy::type_complexity)]
+        pub struct $name {
+            pub _lib: std::sync::Arc<libloading::Library>,
+            $( pub $f: unsafe extern "C" fn($($a),*) -> $r, )*
+            $( pub $o: Option<unsafe extern "C" fn($($oa),*) -> $or>, )*
+        }
+
+        impl $name {
+            /// Resolves every symbol; names the first required one that is missing.
+            pub fn load(lib: std::sync::Arc<libloading::Library>) -> Result<$name, String> {
+                // SAFETY: each symbol is declared with the signature of the C headers (see
+                // ../shared/ROCM-ABI.md); the Library is kept alive by the struct.
+                unsafe {
+                    Ok($name {
+                        $( $f: *lib
+                            .get::<unsafe extern "C" fn($($a),*) -> $r>(
+                                concat!(stringify!($f), "\0").as_bytes(),
+                            )
+                            .map_err(|_| format!("symbol {} is missing", stringify!($f)))?, )*
+                        $( $o: lib
+                            .get::<unsafe extern "C" fn($($oa),*) -> $or>(
+                                concat!(stringify!($o), "\0").as_bytes(),
+                            )
+                            .ok()
+                            .map(|s| *s), )*
+                        _lib: lib,
+                    })
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use api;
+
+/// A C string returned by a library (error names, version strings), or a placeholder.
+pub fn c_str(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        return "(null)".into();
+    }
+    // SAFETY: the libraries return NUL-terminated static strings.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A version packed as major*10000000 + minor*100000 + patch (HIP's encoding).
+pub fn hip_version(v: i32) -> (i32, i32, i32) {
+    (v / 10_000_000, (v / 100_000) % 100, v % 100_000)
+}

@@ -1,0 +1,300 @@
+//! MIOpen (libMIOpen.so.1): raw symbols, status codes as Results named by MIOpen, and owning
+//! descriptor types. Workspace and solution queries take the weight descriptor before the input
+//! descriptor (see ROCM-ABI.md).
+
+use super::hip::Ptr;
+use super::loader::{self, api, c_str};
+use crate::backend::UnitError;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+pub const SONAMES: &[&str] = &["libMIOpen.so.1", "libMIOpen.so"];
+
+pub const STATUS_UNSUPPORTED_OP: c_int = 8;
+pub const STATUS_NOT_IMPLEMENTED: c_int = 6;
+pub const HALF: c_int = 0;
+pub const FLOAT: c_int = 1;
+pub const BFLOAT16: c_int = 5;
+pub const MODE_CONVOLUTION: c_int = 0;
+
+/// miopenConvSolution_t (32 bytes on x86-64).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConvSolution {
+    pub time: f32,
+    pub workspace_size: usize,
+    pub solution_id: u64,
+    pub algorithm: c_int,
+}
+
+/// miopenConvAlgoPerf_t (16 bytes): the first member is a union of the three algorithm enums.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConvAlgoPerf {
+    pub algo: c_int,
+    pub time: f32,
+    pub memory: usize,
+}
+
+type D = Ptr; // descriptors and handles are opaque pointers
+
+api! {
+    pub struct MiopenApi {
+        required {
+            miopenCreate: fn(*mut D) -> c_int;
+            miopenDestroy: fn(D) -> c_int;
+            miopenSetStream: fn(D, Ptr) -> c_int;
+            miopenGetVersion: fn(*mut usize, *mut usize, *mut usize) -> c_int;
+            miopenGetErrorString: fn(c_int) -> *const c_char;
+            miopenCreateTensorDescriptor: fn(*mut D) -> c_int;
+            miopenDestroyTensorDescriptor: fn(D) -> c_int;
+            miopenSetTensorDescriptor: fn(D, c_int, c_int, *const c_int, *const c_int) -> c_int;
+            miopenCreateConvolutionDescriptor: fn(*mut D) -> c_int;
+            miopenDestroyConvolutionDescriptor: fn(D) -> c_int;
+            miopenInitConvolutionDescriptor: fn(D, c_int, c_int, c_int, c_int, c_int, c_int, c_int) -> c_int;
+            miopenSetConvolutionGroupCount: fn(D, c_int) -> c_int;
+            miopenConvolutionForwardGetSolutionCount: fn(D, D, D, D, D, *mut usize) -> c_int;
+            miopenConvolutionForwardGetSolution: fn(D, D, D, D, D, usize, *mut usize, *mut ConvSolution) -> c_int;
+            miopenConvolutionForwardGetSolutionWorkspaceSize: fn(D, D, D, D, D, u64, *mut usize) -> c_int;
+            miopenConvolutionForwardCompileSolution: fn(D, D, D, D, D, u64) -> c_int;
+            miopenConvolutionForwardImmediate: fn(D, D, *const c_void, D, *const c_void, D, D, Ptr, Ptr, usize, u64) -> c_int;
+            miopenConvolutionBackwardDataGetSolutionCount: fn(D, D, D, D, D, *mut usize) -> c_int;
+            miopenConvolutionBackwardDataGetSolution: fn(D, D, D, D, D, usize, *mut usize, *mut ConvSolution) -> c_int;
+            miopenConvolutionBackwardDataGetSolutionWorkspaceSize: fn(D, D, D, D, D, u64, *mut usize) -> c_int;
+            miopenConvolutionBackwardDataCompileSolution: fn(D, D, D, D, D, u64) -> c_int;
+            miopenConvolutionBackwardDataImmediate: fn(D, D, *const c_void, D, *const c_void, D, D, Ptr, Ptr, usize, u64) -> c_int;
+            miopenConvolutionBackwardWeightsGetSolutionCount: fn(D, D, D, D, D, *mut usize) -> c_int;
+            miopenConvolutionBackwardWeightsGetSolution: fn(D, D, D, D, D, usize, *mut usize, *mut ConvSolution) -> c_int;
+            miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize: fn(D, D, D, D, D, u64, *mut usize) -> c_int;
+            miopenConvolutionBackwardWeightsCompileSolution: fn(D, D, D, D, D, u64) -> c_int;
+            miopenConvolutionBackwardWeightsImmediate: fn(D, D, *const c_void, D, *const c_void, D, D, Ptr, Ptr, usize, u64) -> c_int;
+            miopenFindConvolutionForwardAlgorithm: fn(
+                D, D, *const c_void, D, *const c_void, D, D, Ptr, c_int, *mut c_int,
+                *mut ConvAlgoPerf, Ptr, usize, bool,
+            ) -> c_int;
+            miopenConvolutionForward: fn(
+                D, *const c_void, D, *const c_void, D, *const c_void, D, c_int, *const c_void, D,
+                Ptr, Ptr, usize,
+            ) -> c_int;
+            miopenFindConvolutionBackwardDataAlgorithm: fn(
+                D, D, *const c_void, D, *const c_void, D, D, Ptr, c_int, *mut c_int,
+                *mut ConvAlgoPerf, Ptr, usize, bool,
+            ) -> c_int;
+            miopenConvolutionBackwardData: fn(
+                D, *const c_void, D, *const c_void, D, *const c_void, D, c_int, *const c_void, D,
+                Ptr, Ptr, usize,
+            ) -> c_int;
+            miopenFindConvolutionBackwardWeightsAlgorithm: fn(
+                D, D, *const c_void, D, *const c_void, D, D, Ptr, c_int, *mut c_int,
+                *mut ConvAlgoPerf, Ptr, usize, bool,
+            ) -> c_int;
+            miopenConvolutionBackwardWeights: fn(
+                D, *const c_void, D, *const c_void, D, *const c_void, D, c_int, *const c_void, D,
+                Ptr, Ptr, usize,
+            ) -> c_int;
+        }
+        optional {
+            miopenGetSolverIdConvAlgorithm: fn(u64, *mut c_int) -> c_int;
+        }
+    }
+}
+
+pub struct Miopen {
+    pub api: MiopenApi,
+    pub path: String,
+}
+
+pub type MiopenRef = Arc<Miopen>;
+
+impl Miopen {
+    pub fn load() -> Result<MiopenRef, String> {
+        let l = loader::open(SONAMES).map_err(|e| format!("MIOpen (libMIOpen) {e}"))?;
+        let api = MiopenApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
+        Ok(Arc::new(Miopen { api, path: l.path }))
+    }
+
+    pub fn version(&self) -> Option<String> {
+        let (mut a, mut b, mut c) = (0, 0, 0);
+        // SAFETY: out-pointers to live integers.
+        (unsafe { (self.api.miopenGetVersion)(&mut a, &mut b, &mut c) } == 0)
+            .then(|| format!("{a}.{b}.{c}"))
+    }
+
+    /// The status's own name; unsupported problems and solvers become `unsupported`.
+    pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
+        if rc == 0 {
+            return Ok(());
+        }
+        let name = status_name(rc);
+        // SAFETY: a static string for any code.
+        let text = c_str(unsafe { (self.api.miopenGetErrorString)(rc) });
+        if rc == STATUS_UNSUPPORTED_OP || rc == STATUS_NOT_IMPLEMENTED {
+            return Err(UnitError::Unsupported(format!("{name} from {what}: {text}")));
+        }
+        Err(UnitError::Library {
+            library: "miopen".into(),
+            code: name,
+            message: format!("{what}: {text}"),
+        })
+    }
+}
+
+pub fn status_name(rc: c_int) -> String {
+    match rc {
+        0 => "miopenStatusSuccess".into(),
+        1 => "miopenStatusNotInitialized".into(),
+        2 => "miopenStatusInvalidValue".into(),
+        3 => "miopenStatusBadParm".into(),
+        4 => "miopenStatusAllocFailed".into(),
+        5 => "miopenStatusInternalError".into(),
+        6 => "miopenStatusNotImplemented".into(),
+        7 => "miopenStatusUnknownError".into(),
+        8 => "miopenStatusUnsupportedOp".into(),
+        9 => "miopenStatusGpuOperationsSkipped".into(),
+        10 => "miopenStatusVersionMismatch".into(),
+        other => format!("miopenStatus#{other}"),
+    }
+}
+
+/// A MIOpen handle bound to a stream.
+pub struct Handle {
+    pub lib: MiopenRef,
+    pub raw: D,
+}
+
+impl Handle {
+    pub fn new(lib: &MiopenRef, stream: Ptr) -> Result<Handle, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(unsafe { (lib.api.miopenCreate)(&mut raw) }, "miopenCreate")?;
+        let h = Handle {
+            lib: lib.clone(),
+            raw,
+        };
+        // SAFETY: a live handle and stream.
+        lib.check(
+            unsafe { (lib.api.miopenSetStream)(raw, stream) },
+            "miopenSetStream",
+        )?;
+        Ok(h)
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: created by miopenCreate, destroyed once.
+        unsafe { (self.lib.api.miopenDestroy)(self.raw) };
+    }
+}
+
+/// A 4-d tensor descriptor: dims in NCHW order, strides giving the memory layout.
+pub struct TensorDesc {
+    lib: MiopenRef,
+    pub raw: D,
+}
+
+impl TensorDesc {
+    pub fn new(
+        lib: &MiopenRef,
+        dtype: c_int,
+        dims: [usize; 4],
+        nhwc: bool,
+    ) -> Result<TensorDesc, UnitError> {
+        let [_, c, h, w] = dims;
+        let strides = if nhwc {
+            [h * w * c, 1, w * c, c]
+        } else {
+            [c * h * w, h * w, w, 1]
+        };
+        let too_big = || UnitError::Unsupported("a tensor dimension exceeds MIOpen's int".into());
+        let d: Vec<c_int> = dims
+            .iter()
+            .map(|&v| c_int::try_from(v).map_err(|_| too_big()))
+            .collect::<Result<_, _>>()?;
+        let s: Vec<c_int> = strides
+            .iter()
+            .map(|&v| c_int::try_from(v).map_err(|_| too_big()))
+            .collect::<Result<_, _>>()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.miopenCreateTensorDescriptor)(&mut raw) },
+            "miopenCreateTensorDescriptor",
+        )?;
+        let t = TensorDesc {
+            lib: lib.clone(),
+            raw,
+        };
+        // SAFETY: dims and strides hold 4 ints each.
+        lib.check(
+            unsafe { (lib.api.miopenSetTensorDescriptor)(raw, dtype, 4, d.as_ptr(), s.as_ptr()) },
+            "miopenSetTensorDescriptor",
+        )?;
+        Ok(t)
+    }
+}
+
+impl Drop for TensorDesc {
+    fn drop(&mut self) {
+        // SAFETY: created above, destroyed once.
+        unsafe { (self.lib.api.miopenDestroyTensorDescriptor)(self.raw) };
+    }
+}
+
+pub struct ConvDesc {
+    lib: MiopenRef,
+    pub raw: D,
+}
+
+impl ConvDesc {
+    pub fn new(
+        lib: &MiopenRef,
+        pad: (usize, usize),
+        stride: (usize, usize),
+        dil: (usize, usize),
+        groups: usize,
+    ) -> Result<ConvDesc, UnitError> {
+        let i = |v: usize| c_int::try_from(v).unwrap_or(c_int::MAX);
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live handle.
+        lib.check(
+            unsafe { (lib.api.miopenCreateConvolutionDescriptor)(&mut raw) },
+            "miopenCreateConvolutionDescriptor",
+        )?;
+        let c = ConvDesc {
+            lib: lib.clone(),
+            raw,
+        };
+        // SAFETY: a live descriptor.
+        lib.check(
+            unsafe {
+                (lib.api.miopenInitConvolutionDescriptor)(
+                    raw,
+                    MODE_CONVOLUTION,
+                    i(pad.0),
+                    i(pad.1),
+                    i(stride.0),
+                    i(stride.1),
+                    i(dil.0),
+                    i(dil.1),
+                )
+            },
+            "miopenInitConvolutionDescriptor",
+        )?;
+        if groups > 1 {
+            // SAFETY: a live descriptor.
+            lib.check(
+                unsafe { (lib.api.miopenSetConvolutionGroupCount)(raw, i(groups)) },
+                "miopenSetConvolutionGroupCount",
+            )?;
+        }
+        Ok(c)
+    }
+}
+
+impl Drop for ConvDesc {
+    fn drop(&mut self) {
+        // SAFETY: created above, destroyed once.
+        unsafe { (self.lib.api.miopenDestroyConvolutionDescriptor)(self.raw) };
+    }
+}

@@ -1,0 +1,413 @@
+//! The ROCm backend: HIP, hipRTC, MIOpen, hipBLASLt, rocBLAS and hipRAND, every library opened
+//! at run time (no ROCm at build time; one binary for ROCm 5.7, 6.x and 7.x). Each library has
+//! its own module in three layers: a table of raw symbols (`api!`), calls that turn status codes
+//! into Results with the library's own code names, and owning types that free what they hold.
+//! A missing library disables only the ops that need it, with a message saying what was looked
+//! for where.
+//!
+//! No AMD GPU exists on any machine of this project: this code is exercised through the fake
+//! ROCm library (tests/fake-rocm, same dlopen path) and Debian's real HIP 5.2 runtime.
+
+mod conv;
+mod gemm;
+mod graph;
+pub mod hip;
+mod hipblaslt;
+mod hiprand;
+mod hiprtc;
+mod kernels;
+pub mod loader;
+mod miopen;
+mod rocblas;
+mod simple;
+pub mod solvers;
+
+use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
+use crate::op::{Inputs, OpKind, Problem};
+use hip::{Hip, HipRef, Stream};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Solver names the ROCm backend knows per op (for sweep validation; `solver#<id>` and
+/// `hipblaslt#...` are accepted by pattern).
+pub fn solver_names(op: OpKind) -> Vec<&'static str> {
+    match op {
+        OpKind::Conv2d => solvers::names(),
+        OpKind::Gemm => gemm::NAMES.to_vec(),
+        OpKind::Rng => vec!["hiprand-philox"],
+        OpKind::Copy => vec!["hipMemcpy"],
+        OpKind::Cast => vec!["hiprtc-cast"],
+        OpKind::Graph => graph::SOLVERS.to_vec(),
+    }
+}
+
+/// The device and the one stream all work goes to.
+pub struct Dev {
+    pub hip: HipRef,
+    pub stream: Stream,
+}
+
+pub type DevRef = Arc<Dev>;
+
+/// A library that loaded, or the message saying why not.
+type Lib<T> = Result<T, String>;
+
+struct Libs {
+    hiprtc: Lib<Arc<hiprtc::Hiprtc>>,
+    miopen: Lib<miopen::MiopenRef>,
+    hipblaslt: Lib<hipblaslt::HipblasltRef>,
+    rocblas: Lib<rocblas::RocblasRef>,
+    hiprand: Lib<hiprand::HiprandRef>,
+}
+
+impl Libs {
+    fn load(hip: &Hip) -> Libs {
+        Libs {
+            hiprtc: hiprtc::Hiprtc::load(hip).map(Arc::new),
+            miopen: miopen::Miopen::load(),
+            hipblaslt: hipblaslt::Hipblaslt::load(hip.version.0),
+            rocblas: rocblas::Rocblas::load(),
+            hiprand: hiprand::Hiprand::load(),
+        }
+    }
+}
+
+fn need<T: Clone>(lib: &Lib<T>) -> Result<T, UnitError> {
+    lib.clone().map_err(|why| UnitError::Library {
+        library: why.split(' ').next().unwrap_or("rocm").to_string(),
+        code: "LIBRARY_NOT_FOUND".into(),
+        message: why,
+    })
+}
+
+pub struct RocmBackend {
+    dev: DevRef,
+    libs: Libs,
+    info: BackendInfo,
+    arch: String,
+    kernels: Option<kernels::Kernels>,
+}
+
+/// ROCm-related variables recorded in the manifest (the ones that change what the stack does).
+pub const ENV_VARS: &[&str] = &[
+    "ROCM_PATH",
+    "HSA_OVERRIDE_GFX_VERSION",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HSA_ENABLE_SDMA",
+    "HSA_XNACK",
+    "HIP_FORCE_COARSE_GRAIN",
+    "AMD_LOG_LEVEL",
+    "HIPBLASLT_LOG_LEVEL",
+    "TORCH_BLAS_PREFER_HIPBLASLT",
+    "MIOPEN_FIND_MODE",
+    "MIOPEN_FIND_ENFORCE",
+    "MIOPEN_USER_DB_PATH",
+    "MIOPEN_CUSTOM_CACHE_DIR",
+    "MIOPEN_DISABLE_CACHE",
+    "MIOPEN_LOG_LEVEL",
+    "MIOPEN_DEBUG_CONV_GEMM",
+    "MIOPEN_DEBUG_CONV_DIRECT",
+    "MIOPEN_DEBUG_CONV_FFT",
+    "MIOPEN_DEBUG_CONV_WINOGRAD",
+    "MIOPEN_DEBUG_CONV_IMPLICIT_GEMM",
+    "MIOPEN_DEBUG_CONV_IMMED_FALLBACK",
+    "MIOPEN_DEBUG_FIND_ONLY_SOLVER",
+];
+
+/// What `probe --backend rocm` and the manifest say, whether or not a device is present: which
+/// libraries loaded from where, their versions, and the device (or why there is none).
+pub fn probe() -> BackendInfo {
+    let mut info = BackendInfo {
+        backend: "rocm".into(),
+        ..BackendInfo::default()
+    };
+    let hip = match Hip::load() {
+        Ok(h) => h,
+        Err(why) => {
+            info.missing = Some(why);
+            return info;
+        }
+    };
+    let (a, b, c) = hip.version;
+    info.versions
+        .insert("HIP runtime".into(), format!("{a}.{b}.{c} ({})", hip.path));
+    let mut dv = 0;
+    // SAFETY: out-pointer to a live int.
+    if unsafe { (hip.api.hipDriverGetVersion)(&mut dv) } == 0 {
+        let (a, b, c) = loader::hip_version(dv);
+        info.versions
+            .insert("HIP driver".into(), format!("{a}.{b}.{c}"));
+    }
+    let libs = Libs::load(&hip);
+    describe_libs(&libs, &mut info.versions);
+    for var in ENV_VARS {
+        if let Ok(v) = std::env::var(var) {
+            info.versions.insert(format!("env {var}"), v);
+        }
+    }
+    match init_device(&hip) {
+        Ok(count) => {
+            for d in 0..count {
+                let f = hip::device_facts(&hip, d);
+                info.devices.push(format!("{} ({})", f.name, f.arch));
+                if d == 0 {
+                    for (k, v) in f.attrs {
+                        info.versions.insert(k.to_string(), v);
+                    }
+                    info.versions.insert("gcnArchName".into(), f.arch);
+                }
+            }
+            info.available = true;
+        }
+        Err(why) => info.missing = Some(why),
+    }
+    info
+}
+
+fn describe_libs(libs: &Libs, v: &mut BTreeMap<String, String>) {
+    let mut put = |name: &str, r: Result<String, String>| {
+        v.insert(name.to_string(), r.unwrap_or_else(|why| format!("not found: {why}")));
+    };
+    put(
+        "hipRTC",
+        libs.hiprtc
+            .as_ref()
+            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
+            .map_err(Clone::clone),
+    );
+    put(
+        "MIOpen",
+        libs.miopen
+            .as_ref()
+            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
+            .map_err(Clone::clone),
+    );
+    put(
+        "hipBLASLt",
+        libs.hipblaslt
+            .as_ref()
+            .map(|l| format!("{} ({})", gemm::hipblaslt_version(l), l.path))
+            .map_err(Clone::clone),
+    );
+    put(
+        "rocBLAS",
+        libs.rocblas
+            .as_ref()
+            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
+            .map_err(Clone::clone),
+    );
+    put(
+        "hipRAND",
+        libs.hiprand
+            .as_ref()
+            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
+            .map_err(Clone::clone),
+    );
+}
+
+/// hipInit and the device count; an error names the runtime's own code.
+fn init_device(hip: &Hip) -> Result<i32, String> {
+    let (a, b, c) = hip.version;
+    let no_gpu = |call: &str, rc| {
+        format!(
+            "no AMD GPU is present: {call} returned {} (HIP runtime {a}.{b}.{c} loaded from {})",
+            hip.error_name(rc),
+            hip.path
+        )
+    };
+    // SAFETY: plain calls with valid arguments.
+    let rc = unsafe { (hip.api.hipInit)(0) };
+    if rc != 0 {
+        return Err(no_gpu("hipInit", rc));
+    }
+    let mut count = 0;
+    // SAFETY: out-pointer to a live int.
+    let rc = unsafe { (hip.api.hipGetDeviceCount)(&mut count) };
+    if rc != 0 || count <= 0 {
+        return Err(no_gpu("hipGetDeviceCount", if rc == 0 { hip::ERROR_NO_DEVICE } else { rc }));
+    }
+    Ok(count)
+}
+
+impl RocmBackend {
+    pub fn open() -> Result<RocmBackend, String> {
+        let hip = Hip::load()?;
+        init_device(&hip)?;
+        // SAFETY: device 0 exists (count > 0).
+        let rc = unsafe { (hip.api.hipSetDevice)(0) };
+        if rc != 0 {
+            return Err(format!("hipSetDevice(0) returned {}", hip.error_name(rc)));
+        }
+        let stream = Stream::new(&hip).map_err(|e| e.to_string())?;
+        let libs = Libs::load(&hip);
+        let facts = hip::device_facts(&hip, 0);
+        let mut info = probe_with(&hip, &libs);
+        info.devices = vec![format!("{} ({})", facts.name, facts.arch)];
+        info.available = true;
+        // hipRTC wants the bare target (gfx1010), not the feature suffix (gfx1010:xnack-).
+        let arch = facts.arch.split(':').next().unwrap_or_default().to_string();
+        Ok(RocmBackend {
+            dev: Arc::new(Dev { hip, stream }),
+            libs,
+            info,
+            arch,
+            kernels: None,
+        })
+    }
+
+    fn kernels(&mut self) -> Result<kernels::Kernels, UnitError> {
+        if self.kernels.is_none() {
+            let rtc = need(&self.libs.hiprtc)?;
+            self.kernels = Some(kernels::Kernels::compile(&self.dev, &rtc, &self.arch)?);
+        }
+        self.kernels
+            .clone()
+            .ok_or_else(|| UnitError::Unsupported("kernels did not compile".into()))
+    }
+}
+
+/// The manifest facts for an opened backend (the device part is filled by `open`).
+fn probe_with(hip: &Hip, libs: &Libs) -> BackendInfo {
+    let mut versions = BTreeMap::new();
+    let (a, b, c) = hip.version;
+    versions.insert("HIP runtime".into(), format!("{a}.{b}.{c} ({})", hip.path));
+    let mut dv = 0;
+    // SAFETY: out-pointer to a live int.
+    if unsafe { (hip.api.hipDriverGetVersion)(&mut dv) } == 0 {
+        let (a, b, c) = loader::hip_version(dv);
+        versions.insert("HIP driver".into(), format!("{a}.{b}.{c}"));
+    }
+    describe_libs(libs, &mut versions);
+    let f = hip::device_facts(hip, 0);
+    for (k, v) in f.attrs {
+        versions.insert(k.to_string(), v);
+    }
+    versions.insert("gcnArchName".into(), f.arch);
+    for var in ENV_VARS {
+        if let Ok(v) = std::env::var(var) {
+            versions.insert(format!("env {var}"), v);
+        }
+    }
+    BackendInfo {
+        backend: "rocm".into(),
+        available: true,
+        missing: None,
+        devices: Vec::new(),
+        versions,
+    }
+}
+
+impl Backend for RocmBackend {
+    fn name(&self) -> &'static str {
+        "rocm"
+    }
+
+    fn info(&self) -> BackendInfo {
+        self.info.clone()
+    }
+
+    fn solvers(&self, problem: &Problem) -> Vec<String> {
+        match problem {
+            Problem::Conv2d(p) => match need(&self.libs.miopen) {
+                Ok(m) => conv::enumerate(&self.dev, &m, p)
+                    .unwrap_or_else(|_| vec![solvers::FIND.to_string()]),
+                Err(_) => vec![solvers::FIND.to_string()],
+            },
+            Problem::Gemm(p) => gemm::enumerate(&self.dev, &self.libs.hipblaslt, &self.libs.rocblas, p),
+            other => solver_names(other.kind())
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+
+    fn prepare(
+        &mut self,
+        problem: &Problem,
+        solver: &str,
+        inputs: &Inputs,
+        phases: &mut dyn PhaseSink,
+    ) -> Result<Box<dyn Prepared>, UnitError> {
+        let mismatch = || UnitError::Library {
+            library: "rocsweep".into(),
+            code: "INPUT_MISMATCH".into(),
+            message: "inputs do not belong to this problem".into(),
+        };
+        match (problem, inputs) {
+            (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
+                let m = need(&self.libs.miopen)?;
+                conv::prepare(&self.dev, &m, p, solver, i, phases)
+            }
+            (Problem::Gemm(p), Inputs::Gemm(i)) => gemm::prepare(
+                &self.dev,
+                &self.libs.hipblaslt,
+                &self.libs.rocblas,
+                p,
+                solver,
+                i,
+                phases,
+            ),
+            (Problem::Rng(p), Inputs::Rng { seed }) => {
+                let r = need(&self.libs.hiprand)?;
+                let k = match p.dtype {
+                    crate::dtype::DType::F32 => None,
+                    _ => Some(self.kernels()?),
+                };
+                simple::prepare_rng(&self.dev, &r, k, p, *seed, phases)
+            }
+            (Problem::Copy(p), Inputs::Copy(src)) => {
+                simple::prepare_copy(&self.dev, p, src, phases)
+            }
+            (Problem::Cast(p), Inputs::Cast(src)) => {
+                phases.phase("compile");
+                let k = self.kernels()?;
+                simple::prepare_cast(&self.dev, k, p, src, phases)
+            }
+            (Problem::Graph(p), Inputs::Graph(i)) => {
+                let m = need(&self.libs.miopen)?;
+                phases.phase("compile");
+                let k = self.kernels()?;
+                graph::prepare(
+                    &self.dev,
+                    &m,
+                    &self.libs.hipblaslt,
+                    &self.libs.rocblas,
+                    k,
+                    p,
+                    solver,
+                    i,
+                    phases,
+                )
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    fn device_reference(
+        &mut self,
+        problem: &Problem,
+        inputs: &Inputs,
+    ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
+        let (Problem::Conv2d(p), Inputs::Conv2d(i)) = (problem, inputs) else {
+            return None;
+        };
+        if p.direction != crate::op::conv2d::Direction::Fwd {
+            return None;
+        }
+        let dev = self.dev.clone();
+        let run = |k: kernels::Kernels| -> Result<(crate::verify::Reference, String), UnitError> {
+            let v = k.conv_fwd_ref(&dev, p, &i.a, &i.b)?;
+            Ok((
+                crate::verify::Reference::Values(v),
+                "gpu-direct-f64 (kernels/conv_ref.cu via hipRTC)".into(),
+            ))
+        };
+        Some(self.kernels().and_then(run))
+    }
+
+    fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
+        let k = self.kernels()?;
+        k.spin_forever(&self.dev)
+    }
+}
