@@ -167,7 +167,7 @@ pub fn probe() -> BackendInfo {
 
 fn describe_libs(libs: &Libs, v: &mut BTreeMap<String, String>) {
     let mut put = |name: &str, r: Result<String, String>| {
-        v.insert(name.to_string(), r.unwrap_or_else(|why| format!("not found: {why}")));
+        v.insert(name.to_string(), r.unwrap_or_else(|why| why));
     };
     put(
         "hipRTC",
