@@ -54,6 +54,42 @@ pub enum Command {
         /// Do not write the report (plots, report.html, summary.md) at the end of the run.
         #[arg(long)]
         no_report: bool,
+        /// Run only shard I of N (1-based: 1/4 .. 4/4): every N-th (case, env combination) of
+        /// the plan. `rocsweep merge` joins the shards' run directories.
+        #[arg(long, value_name = "I/N", value_parser = crate::exec::shard::Shard::parse,
+              conflicts_with_all = ["shard_from_env", "resume"])]
+        shard: Option<crate::exec::shard::Shard>,
+        /// Take the shard from a Slurm array task (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT) or a
+        /// Kubernetes indexed Job (JOB_COMPLETION_INDEX with --shard-count).
+        #[arg(long, conflicts_with = "resume")]
+        shard_from_env: bool,
+        /// With --shard-from-env: the number of shards (needed for JOB_COMPLETION_INDEX).
+        #[arg(long, value_name = "N", requires = "shard_from_env",
+              value_parser = clap::value_parser!(u32).range(1..))]
+        shard_count: Option<u32>,
+        /// One worker pool per device, run concurrently: `all`, or indices like 0,1 (sets
+        /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume reuses the run's.
+        #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::devices::DeviceSel::parse)]
+        devices: Option<crate::exec::devices::DeviceSel>,
+    },
+    /// Join the run directories of a sweep's shards (`run --shard`) into one run directory.
+    Merge {
+        /// The shard run directories: shards 1/N .. N/N of one sweep.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// The merged run directory (must not exist, or be empty).
+        #[arg(long)]
+        out: PathBuf,
+        /// Write the merge even when shards or units are missing (exit code 6 otherwise); the
+        /// manifest lists what is missing.
+        #[arg(long)]
+        allow_missing: bool,
+        /// Do not write the report for the merged run.
+        #[arg(long)]
+        no_report: bool,
+        /// No summary line.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Draw plots and write report.html and summary.md for a run directory.
     Report { run_dir: PathBuf },

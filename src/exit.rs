@@ -15,5 +15,8 @@ pub const DEVICE_UNHEALTHY: i32 = 4;
 /// `probe --backend NAME`: that backend cannot run here (a library is missing or no device is
 /// present); the text says which.
 pub const BACKEND_UNAVAILABLE: i32 = 5;
+/// `merge`: the shards do not cover the sweep (a shard or units are missing, or a shard did not
+/// finish); nothing was written unless `--allow-missing`.
+pub const MERGE_INCOMPLETE: i32 = 6;
 /// The run was stopped by Ctrl-C; `--resume` continues it.
 pub const INTERRUPTED: i32 = 130;

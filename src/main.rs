@@ -32,6 +32,10 @@ fn main() {
             resume,
             retry_interrupted,
             no_report,
+            shard,
+            shard_from_env,
+            shard_count,
+            devices,
         } => {
             let opts = RunOptions {
                 sweep,
@@ -46,6 +50,10 @@ fn main() {
                 resume,
                 retry_interrupted,
                 worker_exe: None,
+                shard,
+                shard_from_env,
+                shard_count,
+                devices,
             };
             let result = run::run(&opts);
             if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
@@ -71,6 +79,26 @@ fn main() {
                 Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
                 Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
                 Ok(_) => exit::OK,
+                Err(e) => report(e),
+            }
+        }
+        Command::Merge {
+            dirs,
+            out,
+            allow_missing,
+            no_report,
+            quiet,
+        } => {
+            let opts = rocsweep::results::merge::MergeOptions {
+                dirs: &dirs,
+                out: &out,
+                allow_missing,
+                no_report,
+                quiet,
+                command_line: std::env::args().collect(),
+            };
+            match rocsweep::results::merge::command(&opts) {
+                Ok(code) => code,
                 Err(e) => report(e),
             }
         }

@@ -2,7 +2,7 @@
 //! message that names the file (and row and column) that is wrong.
 
 use crate::error::CmdError;
-use crate::results::csv::FIXED_COLUMNS;
+use crate::results::csv::fixed_columns_of;
 use crate::results::manifest::{self, Manifest};
 use crate::results::status::Status;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,8 @@ pub struct Row {
     pub op: String,
     pub backend: String,
     pub device: String,
+    /// The device slot of `--devices` (empty without, and in runs made before it existed).
+    pub device_index: String,
     pub solver: String,
     pub env: String,
     pub status: Status,
@@ -88,7 +90,9 @@ impl RunData {
             .iter()
             .map(String::from)
             .collect();
-        for (i, want) in FIXED_COLUMNS.iter().enumerate() {
+        // Older runs lack the optional columns; they read as empty.
+        let fixed = fixed_columns_of(&header);
+        for (i, want) in fixed.iter().enumerate() {
             if header.get(i).map(String::as_str) != Some(want) {
                 return Err(CmdError::BadInput(format!(
                     "{}: column {} should be `{want}`, found `{}` (not a rocsweep results.csv, or another version)",
@@ -98,8 +102,8 @@ impl RunData {
                 )));
             }
         }
-        let param_names: Vec<String> = header[FIXED_COLUMNS.len()..].to_vec();
-        let col = |name: &str| FIXED_COLUMNS.iter().position(|c| *c == name).unwrap_or(0);
+        let param_names: Vec<String> = header[fixed.len()..].to_vec();
+        let col = |name: &str| fixed.iter().position(|c| *c == name);
         let mut rows = Vec::new();
         for (i, rec) in rdr.records().enumerate() {
             let line = i + 2;
@@ -113,9 +117,9 @@ impl RunData {
                     header.len()
                 )));
             }
-            let text = |name: &str| rec.get(col(name)).unwrap_or("").to_string();
+            let text = |name: &str| col(name).and_then(|i| rec.get(i)).unwrap_or("").to_string();
             let num = |name: &str| -> Result<Option<f64>, CmdError> {
-                let s = rec.get(col(name)).unwrap_or("");
+                let s = col(name).and_then(|i| rec.get(i)).unwrap_or("");
                 if s.is_empty() {
                     return Ok(None);
                 }
@@ -139,6 +143,7 @@ impl RunData {
                 op: text("op"),
                 backend: text("backend"),
                 device: text("device"),
+                device_index: text("device_index"),
                 solver: text("solver"),
                 env: text("env"),
                 status,
@@ -163,7 +168,7 @@ impl RunData {
                     .map(|(j, n)| {
                         (
                             n.clone(),
-                            rec.get(FIXED_COLUMNS.len() + j).unwrap_or("").to_string(),
+                            rec.get(fixed.len() + j).unwrap_or("").to_string(),
                         )
                     })
                     .collect(),

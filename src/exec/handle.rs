@@ -32,10 +32,14 @@ pub struct WorkerHandle {
 }
 
 /// How to start workers: which executable, which backend, extra environment.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct WorkerSpec {
     pub exe: PathBuf,
     pub backend: String,
+    /// Set in every worker of this spec, under the env combination (a device slot's variables).
+    pub extra_env: Vec<(String, String)>,
+    /// Prefix of this spec's worker log names (`dev1-`), so several pools share `workers/`.
+    pub tag: String,
 }
 
 impl WorkerHandle {
@@ -55,6 +59,9 @@ impl WorkerHandle {
             // Own process group: a terminal's Ctrl-C does not reach workers, and a kill reaches
             // everything a worker started.
             .process_group(0);
+        for (k, v) in &spec.extra_env {
+            cmd.env(k, v);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -1,13 +1,16 @@
 //! Running a sweep: planning units, running each in a worker process under a watchdog,
 //! journaling, and writing each result as it arrives.
 
+pub mod devices;
 pub mod fault;
 pub mod handle;
 pub mod journal;
 pub mod plan;
+pub mod pool;
 pub mod progress;
 pub mod protocol;
 pub mod run;
+pub mod shard;
 pub mod supervisor;
 pub mod unit;
 pub mod worker;

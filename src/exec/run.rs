@@ -1,15 +1,18 @@
 //! `rocsweep run`: load, plan, create (or resume) the run directory, run every unit in a worker
 //! process under the watchdog, journal it, write its row as it finishes, print the summary.
 
+use super::devices::{self, DeviceSel};
 use super::handle::WorkerSpec;
 use super::journal::{self, Journal};
 use super::plan;
+use super::pool::{self, Slot};
 use super::progress::Progress;
+use super::shard::{self, Shard, ShardRecord};
 use super::supervisor::{Env, Supervisor};
-use super::unit::{Outcome, Policies};
+use super::unit::Policies;
+use crate::backend::BackendInfo;
 use crate::build_info;
-use crate::op::{Case, unit_id};
-use crate::results::csv::{self as rcsv, ResultsWriter, UnitKey};
+use crate::results::csv::{self as rcsv, ResultsWriter};
 use crate::results::manifest::{self, Host, Manifest, SweepInfo};
 use crate::results::rundir;
 use crate::results::status::Status;
@@ -19,7 +22,7 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -40,6 +43,14 @@ pub struct RunOptions {
     pub retry_interrupted: bool,
     /// The executable started as `worker` (default: this program).
     pub worker_exe: Option<PathBuf>,
+    /// `--shard I/N`: run only this slice of the sweep.
+    pub shard: Option<Shard>,
+    /// `--shard-from-env`: take the shard from a Slurm array or Kubernetes indexed Job.
+    pub shard_from_env: bool,
+    /// `--shard-count N`: the shard count for `JOB_COMPLETION_INDEX`.
+    pub shard_count: Option<u32>,
+    /// `--devices`: one worker pool per device (a resume reuses the run's devices without it).
+    pub devices: Option<DeviceSel>,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
@@ -87,19 +98,28 @@ struct Prepared {
     backend: String,
     dir: PathBuf,
     manifest: Option<Manifest>,
+    shard: Option<ShardRecord>,
 }
 
 fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     if let Some(dir) = &opts.resume {
         let m = manifest::read(dir)
             .map_err(|e| CmdError::BadInput(format!("cannot resume {}: {e}", dir.display())))?;
+        if m.merge.is_some() {
+            return Err(CmdError::BadInput(format!(
+                "cannot resume {}: it was merged from shards; resume the shard that is missing units, then merge again",
+                dir.display()
+            )));
+        }
         let sweep = spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides)?;
         let backend = m.backend.backend.clone();
+        let shard = m.shard.clone();
         return Ok(Prepared {
             sweep,
             backend,
             dir: dir.clone(),
             manifest: Some(m),
+            shard,
         });
     }
     let path = opts
@@ -111,15 +131,31 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         .backend
         .clone()
         .unwrap_or_else(|| sweep.backend.clone());
-    let dir = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| rundir::default_path(&sweep.name, chrono::Utc::now()));
+    let shard = match (opts.shard, opts.shard_from_env) {
+        (Some(s), _) => Some(ShardRecord {
+            index: s.index,
+            count: s.count,
+            from: "--shard".into(),
+        }),
+        (None, true) => Some(
+            shard::from_env(|k| std::env::var(k).ok(), opts.shard_count)
+                .map_err(CmdError::BadInput)?,
+        ),
+        (None, false) => None,
+    };
+    let dir = opts.out.clone().unwrap_or_else(|| {
+        let d = rundir::default_path(&sweep.name, chrono::Utc::now());
+        match shard.as_ref().and_then(|s| s.shard().ok()) {
+            Some(s) => PathBuf::from(format!("{}{}", d.display(), s.suffix())),
+            None => d,
+        }
+    });
     Ok(Prepared {
         sweep,
         backend,
         dir,
         manifest: None,
+        shard,
     })
 }
 
@@ -129,7 +165,13 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         backend: backend_name,
         dir,
         manifest: old_manifest,
+        shard: shard_record,
     } = load(opts)?;
+    let shard = shard_record
+        .as_ref()
+        .map(|r| r.shard())
+        .transpose()
+        .map_err(|e| CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display())))?;
     let combos = sweep.env_combos();
     let product = sweep.product_size().saturating_mul(combos.len() as u128);
     if product > opts.max_units as u128 && !opts.force && old_manifest.is_none() {
@@ -140,10 +182,26 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         )));
     }
     if opts.dry_run {
-        return dry_run(&sweep, combos.len());
+        return dry_run(&sweep, &combos, shard);
     }
     // A dry run needs no backend; a real one needs its libraries before anything is written.
     crate::backend::check_name(&backend_name).map_err(CmdError::BadInput)?;
+    let device_sel = opts.devices.clone().or_else(|| {
+        old_manifest
+            .as_ref()
+            .filter(|m| !m.devices.is_empty())
+            .map(|m| DeviceSel::List(m.devices.clone()))
+    });
+    if device_sel.is_some()
+        && let Some((name, _)) = combos.iter().flat_map(|c| &c.vars).find(|(k, _)| {
+            devices::visibility_var("rocm") == Some(k) || devices::visibility_var("cuda") == Some(k)
+        })
+    {
+        return Err(CmdError::BadInput(format!(
+            "{}: the sweep sets {name} itself, which --devices sets per device; drop one of them",
+            sweep.source.path
+        )));
+    }
 
     let resuming = old_manifest.is_some();
     let io = |what: &str, e: std::io::Error| {
@@ -174,35 +232,37 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         timing: sweep.timing.clone(),
         verify: sweep.verify.clone(),
     };
-    let mut sup = Supervisor::new(
-        WorkerSpec {
-            exe,
-            backend: backend_name.clone(),
-        },
-        logs,
-        sweep.limits.clone(),
-        Arc::clone(&interrupts),
-    );
     let first_env = combos.first().map(|c| c.vars.clone()).unwrap_or_default();
-    let info = sup
-        .start(Env {
-            index: 0,
-            vars: &first_env,
-        })
-        .map_err(|o| {
+    let spec = WorkerSpec {
+        exe,
+        backend: backend_name.clone(),
+        ..WorkerSpec::default()
+    };
+    let first = Env {
+        index: 0,
+        vars: &first_env,
+    };
+    let started = start_slots(
+        &spec,
+        &logs,
+        &sweep,
+        &interrupts,
+        device_sel.as_ref(),
+        first,
+    );
+    let (mut slots, info, device_indices) = match started {
+        Ok(s) => s,
+        Err(e) => {
             if !resuming {
                 // Nothing ran: leave no staging directory behind.
-                sup.shutdown();
                 let _ = std::fs::remove_dir_all(&work_dir);
             }
-            CmdError::Failure(format!(
-                "the {backend_name} backend's worker did not start: {}",
-                o.error
-            ))
-        })?;
-    let device = info.devices.first().cloned().unwrap_or_default();
+            return Err(e);
+        }
+    };
 
     let counted = plan::count(&sweep, &combos);
+    let planned = shard.map_or(counted.units, |s| s.size_of(counted.units));
     let mut man = match old_manifest {
         Some(m) => m,
         None => Manifest {
@@ -218,25 +278,31 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             policies: policies.clone(),
             env_combos: combos.clone(),
             environment: manifest::environment(),
-            units_planned: counted.units,
+            units_planned: planned,
             counts: Default::default(),
             invalid_combinations: counted.invalid,
             invalid_example: counted.invalid_example.clone(),
             resumed: Vec::new(),
             stopped: None,
+            shard: shard_record.clone(),
+            devices: device_indices.clone(),
+            merge: None,
         },
     };
     if resuming {
         man.resumed.push(chrono::Utc::now().to_rfc3339());
         man.finished_at = None;
         man.stopped = None;
+        man.devices = device_indices.clone();
     }
     manifest::write(&work_dir, &man).map_err(|e| io("writing manifest.json", e))?;
     if !resuming {
         ResultsWriter::create(&work_dir.join("results.csv"), sweep.op)
             .map_err(|e| io("creating results.csv", e))?;
         rundir::publish(&work_dir, &dir).map_err(|e| io("renaming the staging directory", e))?;
-        sup.logs_moved_to(dir.join("workers"));
+        for s in &mut slots {
+            s.sup.logs_moved_to(dir.join("workers"));
+        }
         lock_file = Some(lock(&dir)?);
     }
     let _lock = lock_file;
@@ -250,6 +316,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .map_err(|e| io("repairing results.csv", e))?
         .into_iter()
         .collect();
+    if resuming {
+        // A run begun by an earlier version has fewer columns; new rows must match its header.
+        rcsv::upgrade(&csv_path, sweep.op)
+            .map_err(|e| io("upgrading results.csv to this version's columns", e))?;
+    }
     let mut retry: HashSet<String> = HashSet::new();
     if resuming {
         let mut take = vec![Status::Skipped];
@@ -265,7 +336,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     let in_csv: HashSet<String> = repaired.difference(&retry).cloned().collect();
     let state = journal::read(&dir).map_err(|e| io("reading the journal", e))?;
-    let mut journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
+    let journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
     let mut csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
     // A result the journal holds but results.csv lost (the row was still in the page cache when
     // the machine went down): restore the row from the journal.
@@ -273,7 +344,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     // Units in `retry` are neither done nor unfinished: they simply run.
     for (id, row) in &state.finished {
         if !in_csv.contains(id) && !row.is_empty() && !retry.contains(id) {
-            csv.append(row)
+            csv.append(&rcsv::upgrade_journal_row(sweep.op, row))
                 .map_err(|e| io("restoring a row to results.csv", e))?;
             in_csv.insert(id.clone());
         }
@@ -284,7 +355,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         count_existing(&csv_path, &mut summary);
     }
     let done_before = in_csv.len() as u64;
-    let mut progress = Progress::new(counted.units.saturating_sub(done_before), opts.quiet);
+    let progress = Progress::new(planned.saturating_sub(done_before), opts.quiet);
     if counted.invalid > 0 && !resuming {
         progress.println(&format!(
             "note: {} combinations form no valid problem and were dropped (e.g. {})",
@@ -293,79 +364,36 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         ));
     }
 
-    let mut ctx = Ctx {
-        sup: &mut sup,
-        journal: &mut journal,
-        csv: &mut csv,
-        summary: &mut summary,
-        progress: &mut progress,
-        backend: info.backend.clone(),
-        device,
-        policies,
+    let shared = Mutex::new(pool::Shared {
+        journal,
+        csv,
+        summary,
+        progress,
         done: in_csv,
         unfinished: state.unfinished,
+    });
+    let params = pool::Params {
+        combos: &combos,
+        backend: &info.backend,
+        policies: &policies,
         retry_interrupted: opts.retry_interrupted,
-        unhealthy: false,
-        interrupts: Arc::clone(&interrupts),
+        interrupts: &interrupts,
     };
-    let mut stopped = None;
-    'cases: for (env_index, env_key, case) in plan::cases(&sweep, &combos) {
-        if ctx.interrupts.load(Ordering::SeqCst) > 0 {
-            stopped = Some(Stop::Interrupted);
-            break;
-        }
-        let env = Env {
-            index: env_index,
-            vars: &combos[env_index].vars,
-        };
-        let solvers = if case.solver != "all" {
-            vec![case.solver.clone()]
-        } else if ctx.unhealthy {
-            vec!["all".to_string()]
-        } else if ctx.done.contains(&unit_id(&case.id, "all", &env_key)) {
-            // Enumeration failed in an earlier session and that is recorded; do not retry it.
-            continue;
-        } else {
-            match ctx.sup.enumerate(env, &case.problem) {
-                Ok(s) => {
-                    ctx.progress.expand_one(s.len() as u64);
-                    s
-                }
-                Err(out) => {
-                    // The enumeration itself failed: one row for the case with solver `all`.
-                    let id = unit_id(&case.id, "all", &env_key);
-                    let u = UnitRef {
-                        id: &id,
-                        case: &case,
-                        solver: "all",
-                        env_key: &env_key,
-                        env,
-                    };
-                    ctx.record(&u, out).map_err(|e| io("writing results", e))?;
-                    continue;
-                }
-            }
-        };
-        for solver in solvers {
-            if ctx.interrupts.load(Ordering::SeqCst) > 0 {
-                stopped = Some(Stop::Interrupted);
-                break 'cases;
-            }
-            let id = unit_id(&case.id, &solver, &env_key);
-            let u = UnitRef {
-                id: &id,
-                case: &case,
-                solver: &solver,
-                env_key: &env_key,
-                env,
-            };
-            ctx.unit(&u).map_err(|e| io("writing results", e))?;
-        }
+    let entries = plan::cases(&sweep, &combos)
+        .enumerate()
+        .filter(move |(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
+        .map(|(_, e)| e);
+    let ended = pool::execute(&mut slots, entries, &shared, &params);
+    for s in &mut slots {
+        s.sup.shutdown();
     }
-    if ctx.unhealthy && stopped.is_none() {
-        stopped = Some(Stop::DeviceUnhealthy);
-    }
-    ctx.sup.shutdown();
+    let stopped = ended.map_err(|e| io("writing results", e))?;
+    let pool::Shared {
+        mut csv,
+        summary,
+        progress,
+        ..
+    } = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     progress.finish();
     csv.sync().map_err(|e| io("syncing results.csv", e))?;
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());
@@ -397,6 +425,95 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         failures: summary.failures_total,
         stopped,
     })
+}
+
+/// Starts one supervisor per device slot (one without `--devices`), each with its first worker,
+/// and returns them with the backend's info for the manifest (its `devices`: one per slot) and
+/// the slots' device indices. With `--devices`, an unrestricted worker first says which backend
+/// `auto` is and how many devices it sees.
+fn start_slots(
+    spec: &WorkerSpec,
+    logs: &Path,
+    sweep: &Sweep,
+    interrupts: &Arc<AtomicUsize>,
+    sel: Option<&DeviceSel>,
+    first: Env,
+) -> Result<(Vec<Slot>, BackendInfo, Vec<usize>), CmdError> {
+    let new_sup = |spec: WorkerSpec| {
+        Supervisor::new(
+            spec,
+            logs.to_path_buf(),
+            sweep.limits.clone(),
+            Arc::clone(interrupts),
+        )
+    };
+    let did_not_start = |backend: &str, what: &str, why: String| {
+        CmdError::Failure(format!(
+            "the {backend} backend's worker{what} did not start: {why}"
+        ))
+    };
+    let Some(sel) = sel else {
+        let mut sup = new_sup(spec.clone());
+        let info = match sup.start(first) {
+            Ok(i) => i,
+            Err(o) => {
+                sup.shutdown();
+                return Err(did_not_start(&spec.backend, "", o.error));
+            }
+        };
+        let device = info.devices.first().cloned().unwrap_or_default();
+        let slot = Slot {
+            sup,
+            label: String::new(),
+            device,
+        };
+        return Ok((vec![slot], info, Vec::new()));
+    };
+    let mut probe = new_sup(WorkerSpec {
+        tag: "probe-".into(),
+        ..spec.clone()
+    });
+    let seen = probe.start(first);
+    probe.shutdown();
+    let seen = seen.map_err(|o| did_not_start(&spec.backend, "", o.error))?;
+    let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
+    let defs = devices::slots(sel, &seen.backend, seen.devices.len(), parent.as_deref())
+        .map_err(CmdError::BadInput)?;
+    let mut slots = Vec::new();
+    let mut names = Vec::new();
+    let mut info: Option<BackendInfo> = None;
+    for d in &defs {
+        let mut sup = new_sup(WorkerSpec {
+            // The backend `auto` resolved to, so every pool opens the same one.
+            backend: seen.backend.clone(),
+            extra_env: d.env.clone(),
+            tag: format!("dev{}-", d.index),
+            ..spec.clone()
+        });
+        let i = match sup.start(first) {
+            Ok(i) => i,
+            Err(o) => {
+                sup.shutdown();
+                for s in &mut slots {
+                    let s: &mut Slot = s;
+                    s.sup.shutdown();
+                }
+                let what = format!(" for device {}", d.index);
+                return Err(did_not_start(&seen.backend, &what, o.error));
+            }
+        };
+        let device = i.devices.first().cloned().unwrap_or_default();
+        names.push(device.clone());
+        info.get_or_insert(i);
+        slots.push(Slot {
+            sup,
+            label: d.index.to_string(),
+            device,
+        });
+    }
+    let mut info = info.unwrap_or(seen);
+    info.devices = names;
+    Ok((slots, info, defs.iter().map(|d| d.index).collect()))
 }
 
 /// Holds the run directory's lock for the life of the run (released when the process ends,
@@ -435,131 +552,45 @@ fn count_existing(csv_path: &Path, summary: &mut Summary) {
     }
 }
 
-struct Ctx<'a> {
-    sup: &'a mut Supervisor,
-    journal: &'a mut Journal,
-    csv: &'a mut ResultsWriter,
-    summary: &'a mut Summary,
-    progress: &'a mut Progress,
-    backend: String,
-    device: String,
-    policies: Policies,
-    done: HashSet<String>,
-    unfinished: std::collections::HashMap<String, String>,
-    retry_interrupted: bool,
-    unhealthy: bool,
-    interrupts: Arc<AtomicUsize>,
-}
-
-/// One unit as the run loop sees it.
-struct UnitRef<'a> {
-    id: &'a str,
-    case: &'a Case,
-    solver: &'a str,
-    env_key: &'a str,
-    env: Env<'a>,
-}
-
-impl Ctx<'_> {
-    fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
-        if self.done.contains(u.id) {
-            return Ok(());
-        }
-        if let Some(phase) = self.unfinished.get(u.id).cloned()
-            && !self.retry_interrupted
-        {
-            let phase = if phase.is_empty() {
-                "init".to_string()
-            } else {
-                phase
-            };
-            let out = Outcome::failed(
-                Status::Interrupted,
-                &phase,
-                "started and never finished: the supervisor, its worker or the machine went down (rerun with --retry-interrupted)",
-            );
-            return self.write(u, out);
-        }
-        let out = if self.unhealthy {
-            Outcome::failed(Status::Skipped, "", "device-unhealthy")
-        } else {
-            self.journal.started(u.id)?;
-            let journal = &mut *self.journal;
-            let mut on_phase = |p: &str| {
-                let _ = journal.phase(u.id, p);
-            };
-            self.sup
-                .run_unit(u.id, u.case, u.solver, &self.policies, u.env, &mut on_phase)
-        };
-        self.record(u, out)
-    }
-
-    /// Writes the row, journals it, and after a hang or crash checks the device's health.
-    fn record(&mut self, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
-        let fault = matches!(out.status, Status::Hang | Status::Crash);
-        if out.status == Status::Interrupted && self.interrupts.load(Ordering::SeqCst) >= 2 {
-            // Left started-and-unfinished in the journal: a resume decides what to do with it.
-            return Ok(());
-        }
-        self.write(u, out)?;
-        if fault && !self.unhealthy && !self.sup.health_probe(u.env) {
-            self.unhealthy = true;
-            self.progress.println("error: the device failed its health probe; recording the remaining units as skipped");
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
-        let key = UnitKey {
-            unit_id: u.id,
-            case: u.case,
-            solver: u.solver,
-            backend: &self.backend,
-            device: &self.device,
-            env: u.env_key,
-        };
-        let row = rcsv::record(&key, &out);
-        self.journal.finished(u.id, out.status, &row)?;
-        self.csv.append(&row)?;
-        self.done.insert(u.id.to_string());
-        let describe = || describe_unit(u.case, u.solver, u.env_key);
-        self.summary.add(out.status, u.id, describe, &out.error);
-        self.progress.unit_done(out.status, || {
-            let time = out
-                .stats
-                .as_ref()
-                .map(|s| format!("{:.3} ms", s.median * 1e3))
-                .unwrap_or_default();
-            let phase = if out.phase.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", out.phase)
-            };
-            format!(
-                "{}{phase} {time}",
-                describe_unit(u.case, u.solver, u.env_key)
-            )
-        });
-        Ok(())
-    }
-}
-
-fn describe_unit(case: &Case, solver: &str, env_key: &str) -> String {
-    let params = crate::op::canonical_text(case.problem.kind(), &case.values);
-    let env = if env_key.is_empty() {
-        String::new()
-    } else {
-        format!(" [{env_key}]")
-    };
-    format!("{params} solver={solver}{env}")
-}
-
-fn dry_run(sweep: &Sweep, combos: usize) -> Result<RunReport, CmdError> {
+fn dry_run(
+    sweep: &Sweep,
+    combos: &[crate::spec::expand::EnvCombo],
+    shard: Option<Shard>,
+) -> Result<RunReport, CmdError> {
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    let mut count = plan::PlanCount::default();
     let write_err = |e: std::io::Error| CmdError::Failure(format!("writing to stdout: {e}"));
+    if let Some(shard) = shard {
+        // The shard's own entries, with their env combination: exactly what it would run.
+        let (mut total, mut taken) = (0u64, 0u64);
+        for (i, (_, env_key, case)) in plan::cases(sweep, combos).enumerate() {
+            total += 1;
+            if shard.contains(i as u64) {
+                taken += 1;
+                let text = crate::op::canonical_text(sweep.op, &case.values);
+                let env = if env_key.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{env_key}]")
+                };
+                writeln!(w, "{} {text} solver={}{env}", case.id, case.solver).map_err(write_err)?;
+            }
+        }
+        writeln!(
+            w,
+            "shard {shard}: {taken} of {total} units (case x env combination)"
+        )
+        .map_err(write_err)?;
+        w.flush().map_err(write_err)?;
+        return Ok(RunReport {
+            dir: None,
+            failures: 0,
+            stopped: None,
+        });
+    }
+    let mut count = plan::PlanCount::default();
+    let combos = combos.len();
     for case in sweep.cases() {
         match case {
             Ok(case) => {

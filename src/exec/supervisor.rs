@@ -78,9 +78,10 @@ impl Supervisor {
         }
         if self.current.is_none() {
             self.spawned += 1;
-            let log = self
-                .logs
-                .join(format!("worker-{:04}-env{env_index}.log", self.spawned));
+            let log = self.logs.join(format!(
+                "worker-{}{:04}-env{env_index}.log",
+                self.spec.tag, self.spawned
+            ));
             let w = WorkerHandle::spawn(&self.spec, env.vars, &log).map_err(|e| {
                 Outcome::failed(
                     Status::Error,

@@ -118,8 +118,17 @@ pub fn main(backend_name: &str) -> i32 {
             phase: "init".into(),
         },
     );
+    // A device pool's variables (`run --devices`), so each log says which device it drove.
+    let device: String = [
+        super::devices::INDEX_VAR,
+        "HIP_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| format!(" {k}={v}")))
+    .collect();
     eprintln!(
-        "rocsweep worker pid {} backend {backend_name}",
+        "rocsweep worker pid {} backend {backend_name}{device}",
         std::process::id()
     );
     if let Err(msg) = check_env_combo() {

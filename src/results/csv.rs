@@ -14,6 +14,7 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "op",
     "backend",
     "device",
+    "device_index",
     "solver",
     "env",
     "status",
@@ -40,6 +41,20 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "wall_ms",
 ];
 
+/// Columns newer than some run directories: a results.csv without them still loads (they read as
+/// empty) and is upgraded when such a run is resumed.
+pub const OPTIONAL_COLUMNS: &[&str] = &["device_index"];
+
+/// The fixed columns a results.csv with this header has: all of them, minus optional columns it
+/// was written without.
+pub fn fixed_columns_of(header: &[String]) -> Vec<&'static str> {
+    FIXED_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !OPTIONAL_COLUMNS.contains(c) || header.iter().any(|h| h == c))
+        .collect()
+}
+
 pub fn header(op: OpKind) -> Vec<String> {
     FIXED_COLUMNS
         .iter()
@@ -55,6 +70,8 @@ pub struct UnitKey<'a> {
     pub solver: &'a str,
     pub backend: &'a str,
     pub device: &'a str,
+    /// The device slot (`--devices`), empty without.
+    pub device_index: &'a str,
     pub env: &'a str,
 }
 
@@ -86,6 +103,7 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         p.kind().name().to_string(),
         key.backend.to_string(),
         key.device.to_string(),
+        key.device_index.to_string(),
         key.solver.to_string(),
         key.env.to_string(),
         out.status.name().to_string(),
@@ -292,4 +310,62 @@ fn rewrite(path: &Path, header: &[String], rows: &[csv::StringRecord]) -> std::i
             .sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// A row as `header` has it, put in the layout of `header(op)`: missing optional columns become
+/// empty cells. None when a column the current layout needs is missing.
+pub fn upgrade_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<String>> {
+    let want = self::header(op);
+    if header == want.as_slice() {
+        return Some(row.to_vec());
+    }
+    want.iter()
+        .map(|name| match header.iter().position(|h| h == name) {
+            Some(i) => Some(row.get(i).cloned().unwrap_or_default()),
+            None if OPTIONAL_COLUMNS.contains(&name.as_str()) => Some(String::new()),
+            None => None,
+        })
+        .collect()
+}
+
+/// The header an older rocsweep wrote for `op` (without the optional columns).
+fn legacy_header(op: OpKind) -> Vec<String> {
+    header(op)
+        .into_iter()
+        .filter(|c| !OPTIONAL_COLUMNS.contains(&c.as_str()))
+        .collect()
+}
+
+/// A journal row written by an older rocsweep (shorter by the optional columns), in the current
+/// layout; other rows are returned as they are.
+pub fn upgrade_journal_row(op: OpKind, row: &[String]) -> Vec<String> {
+    let legacy = legacy_header(op);
+    if row.len() == legacy.len() && legacy.len() != header(op).len() {
+        upgrade_row(op, &legacy, row).unwrap_or_else(|| row.to_vec())
+    } else {
+        row.to_vec()
+    }
+}
+
+/// Rewrites (atomically) a results.csv written without the optional columns in the current
+/// layout, so a resumed run appends rows that match its header. Run after `repair`.
+pub fn upgrade(path: &Path, op: OpKind) -> std::io::Result<()> {
+    let (header, rows) = read(path).map_err(std::io::Error::other)?;
+    if header == self::header(op) {
+        return Ok(());
+    }
+    if header != legacy_header(op) {
+        return Err(std::io::Error::other(format!(
+            "{}: the header is neither this version's nor an earlier one's for {}",
+            path.display(),
+            op.name()
+        )));
+    }
+    let mut upgraded = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let r = upgrade_row(op, &header, r)
+            .ok_or_else(|| std::io::Error::other("a row could not be upgraded"))?;
+        upgraded.push(csv::StringRecord::from(r));
+    }
+    rewrite(path, &self::header(op), &upgraded)
 }

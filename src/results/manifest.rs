@@ -1,6 +1,7 @@
 //! manifest.json: everything needed to interpret and reproduce a run.
 
 use crate::backend::BackendInfo;
+use crate::exec::shard::ShardRecord;
 use crate::exec::unit::Policies;
 use crate::spec::Sweep;
 use crate::spec::expand::EnvCombo;
@@ -35,6 +36,44 @@ pub struct Manifest {
     /// Why the run stopped before its last unit, if it did.
     #[serde(default)]
     pub stopped: Option<String>,
+    /// The slice of the sweep this run covers (`--shard`, `--shard-from-env`); none: all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// The device slots of `--devices` in the latest session (a resume reuses them); empty
+    /// without `--devices`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<usize>,
+    /// Set when this directory was made by `rocsweep merge` from shard run directories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeInfo>,
+}
+
+/// What `rocsweep merge` joined, and what it found missing (with `--allow-missing`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MergeInfo {
+    pub merged_at: String,
+    pub shard_count: u32,
+    pub shards: Vec<MergedShard>,
+    /// Shards `I/N` no directory was given for.
+    pub missing_shards: Vec<String>,
+    /// Planned (case, solver, env combination) entries no shard has a row for.
+    pub missing_units: u64,
+    /// Up to 20 of them: `<case id> <parameters> solver=<s> [env]`.
+    pub missing_examples: Vec<String>,
+}
+
+/// One shard directory of a merge, with the facts that differ between shards.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    pub dir: String,
+    pub shard: String,
+    pub hostname: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub resumed: Vec<String>,
+    pub stopped: Option<String>,
+    pub devices: Vec<String>,
+    pub rows: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 
 pub mod csv;
 pub mod manifest;
+pub mod merge;
 pub mod rundir;
 pub mod status;
 pub mod summary;
