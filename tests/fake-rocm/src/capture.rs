@@ -15,9 +15,23 @@ use std::time::Instant;
 pub type Op = Arc<dyn Fn() -> i32 + Send + Sync>;
 
 struct Capture {
-    relaxed: bool,
+    /// hipStreamCaptureMode: Global 0, ThreadLocal 1, Relaxed 2.
+    mode: i32,
+    thread: std::thread::ThreadId,
     ops: Vec<Op>,
     invalidated: bool,
+}
+
+impl Capture {
+    /// Whether a synchronous call from this thread is unsafe for this capture: any thread's in
+    /// Global mode, the capturing thread's in ThreadLocal mode, none in Relaxed mode.
+    fn forbids_sync(&self) -> bool {
+        match self.mode {
+            0 => true,
+            1 => self.thread == std::thread::current().id(),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -67,12 +81,12 @@ pub fn submit_hip(stream: usize, op: Op) -> i32 {
     submit(stream, op)
 }
 
-/// True (and every strict capture invalidated) when a synchronous call is not allowed now.
+/// True (and the captures concerned invalidated) when a synchronous call is not allowed now.
 pub fn blocks_sync() -> bool {
     let mut hit = false;
     STREAMS.for_each(|s| {
         if let Some(c) = &mut s.capture
-            && !c.relaxed
+            && c.forbids_sync()
         {
             c.invalidated = true;
             hit = true;
@@ -160,7 +174,8 @@ pub unsafe extern "C" fn hipStreamBeginCapture(stream: *mut c_void, mode: i32) -
                     return E::IllegalState as i32;
                 }
                 s.capture = Some(Capture {
-                    relaxed: mode == 2,
+                    mode,
+                    thread: std::thread::current().id(),
                     ops: Vec::new(),
                     invalidated: false,
                 });

@@ -14,6 +14,8 @@
 
 mod capture;
 mod conv;
+#[cfg(test)]
+mod e2e_tests;
 mod elem;
 mod faults;
 mod gemm;
@@ -155,7 +157,7 @@ impl<T: Clone> Registry<T> {
     }
 }
 
-/// Allocates a handle into a caller's out-pointer; `null_status` when the pointer is null.
+/// Registers `v` and writes its handle through a caller's out-pointer; false when that is null.
 pub(crate) unsafe fn create<T>(reg: &Registry<T>, out: *mut *mut std::ffi::c_void, v: T) -> bool {
     if out.is_null() {
         return false;

@@ -59,7 +59,7 @@ pub(crate) struct Problem {
     s: Shape,
 }
 
-fn tensor(desc: *mut c_void) -> Result<(DType, Tensor), i32> {
+pub(crate) fn tensor(desc: *mut c_void) -> Result<(DType, Tensor), i32> {
     match TENSORS.get(desc as usize) {
         Some(TensorDesc {
             dtype: Some(dt),
@@ -471,38 +471,4 @@ pub(crate) fn run(
         }
         execute(stream, p, solver, b, alpha as f64, beta as f64)
     }))
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn miopenGetConvolutionForwardOutputDim(
-    cd: *mut c_void,
-    x: *mut c_void,
-    w: *mut c_void,
-    n: *mut i32,
-    c: *mut i32,
-    h: *mut i32,
-    wd: *mut i32,
-) -> i32 {
-    call(|| {
-        let (Ok((_, xt)), Ok((_, wt)), Some(cv)) = (tensor(x), tensor(w), CONVS.get(cd as usize))
-        else {
-            return BAD_PARM;
-        };
-        if xt.dims[1] != wt.dims[1] * cv.groups {
-            return BAD_PARM;
-        }
-        let oh = conv::out_dim(xt.dims[2], wt.dims[2], cv.pad[0], cv.stride[0], cv.dil[0]);
-        let ow = conv::out_dim(xt.dims[3], wt.dims[3], cv.pad[1], cv.stride[1], cv.dil[1]);
-        let (Some(oh), Some(ow)) = (oh, ow) else {
-            return BAD_PARM;
-        };
-        // SAFETY: nulls are checked by put.
-        let ok = unsafe {
-            crate::put(n, xt.dims[0] as i32)
-                && crate::put(c, wt.dims[0] as i32)
-                && crate::put(h, oh as i32)
-                && crate::put(wd, ow as i32)
-        };
-        if ok { SUCCESS } else { BAD_PARM }
-    })
 }

@@ -3,11 +3,47 @@
 //! backward data takes (dy, w, conv, dx), backward weights (dy, x, conv, dw)), mapped onto the
 //! forward roles x, w, y that miopen_conv.rs works in.
 
-use crate::miopen::call;
+use crate::conv;
+use crate::miopen::{BAD_PARM, CONVS, SUCCESS, call};
 use crate::miopen_conv::{
     Dir, compile, find, immediate, problem, run, solution_count, solution_list, solution_workspace,
+    tensor,
 };
 use std::ffi::c_void;
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn miopenGetConvolutionForwardOutputDim(
+    cd: *mut c_void,
+    x: *mut c_void,
+    w: *mut c_void,
+    n: *mut i32,
+    c: *mut i32,
+    h: *mut i32,
+    wd: *mut i32,
+) -> i32 {
+    call(|| {
+        let (Ok((_, xt)), Ok((_, wt)), Some(cv)) = (tensor(x), tensor(w), CONVS.get(cd as usize))
+        else {
+            return BAD_PARM;
+        };
+        if xt.dims[1] != wt.dims[1] * cv.groups {
+            return BAD_PARM;
+        }
+        let oh = conv::out_dim(xt.dims[2], wt.dims[2], cv.pad[0], cv.stride[0], cv.dil[0]);
+        let ow = conv::out_dim(xt.dims[3], wt.dims[3], cv.pad[1], cv.stride[1], cv.dil[1]);
+        let (Some(oh), Some(ow)) = (oh, ow) else {
+            return BAD_PARM;
+        };
+        // SAFETY: nulls are checked by put.
+        let ok = unsafe {
+            crate::put(n, xt.dims[0] as i32)
+                && crate::put(c, wt.dims[0] as i32)
+                && crate::put(h, oh as i32)
+                && crate::put(wd, ow as i32)
+        };
+        if ok { SUCCESS } else { BAD_PARM }
+    })
+}
 
 // Forward: descriptors (wDesc, xDesc, convDesc, yDesc).
 type D = *mut c_void;

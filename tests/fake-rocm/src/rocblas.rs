@@ -213,13 +213,7 @@ pub unsafe extern "C" fn rocblas_gemm_strided_batched_ex(
         if compute_type != 151 || at != bt || ct != dt || (dt != at && dt != DType::F32) {
             return NOT_IMPLEMENTED;
         }
-        if alpha.is_null()
-            || beta.is_null()
-            || a.is_null()
-            || b.is_null()
-            || c.is_null()
-            || d.is_null()
-        {
+        if alpha.is_null() || beta.is_null() {
             return INVALID_POINTER;
         }
         // SAFETY: f32 compute takes float scalars (host pointer mode).
@@ -229,6 +223,10 @@ pub unsafe extern "C" fn rocblas_gemm_strided_batched_ex(
                 elem::load(beta as usize, DType::F32, 0),
             )
         };
+        // C is not read when beta is 0, so it may be null then.
+        if a.is_null() || b.is_null() || d.is_null() || (c.is_null() && be != 0.0) {
+            return INVALID_POINTER;
+        }
         let mat = |ptr: usize, dt, rows, cols, ld: i32, stride: i64| Mat {
             ptr,
             dt,
