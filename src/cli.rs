@@ -71,6 +71,23 @@ pub enum Command {
         /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume reuses the run's.
         #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::devices::DeviceSel::parse)]
         devices: Option<crate::exec::devices::DeviceSel>,
+        /// grid runs every unit; prune skips (`predicted-hang`) units larger along --along than
+        /// one that hung; bisect binary-searches each line's boundary and infers the rest.
+        #[arg(long, value_parser = crate::exec::strategy::Kind::NAMES, default_value = "grid",
+              conflicts_with = "resume")]
+        strategy: String,
+        /// The numeric axis that defines "larger" for prune and bisect (default: the op's size
+        /// parameter when the sweep varies it, e.g. conv2d `h`; else its last numeric axis).
+        #[arg(long, value_name = "AXIS", conflicts_with = "resume")]
+        along: Option<String>,
+        /// With bisect: run N inferred units (chosen by --confirm-seed) for real afterwards and
+        /// report each disagreement (confirm.csv; exit code 7).
+        #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "resume")]
+        confirm: u64,
+        /// The seed that chooses the --confirm units (default: from the clock; strategy.json
+        /// records it).
+        #[arg(long, value_name = "SEED", conflicts_with = "resume")]
+        confirm_seed: Option<u64>,
     },
     /// Join the run directories of a sweep's shards (`run --shard`) into one run directory.
     Merge {

@@ -3,6 +3,7 @@
 use clap::Parser;
 use rocsweep::cli::{Cli, Command};
 use rocsweep::exec::run::{self, CmdError, RunOptions, Stop};
+use rocsweep::exec::strategy::Kind;
 use rocsweep::exit;
 
 fn main() {
@@ -36,6 +37,10 @@ fn main() {
             shard_from_env,
             shard_count,
             devices,
+            strategy,
+            along,
+            confirm,
+            confirm_seed,
         } => {
             let opts = RunOptions {
                 sweep,
@@ -54,6 +59,10 @@ fn main() {
                 shard_from_env,
                 shard_count,
                 devices,
+                strategy: Kind::parse(&strategy).unwrap_or_default(),
+                along,
+                confirm,
+                confirm_seed,
             };
             let result = run::run(&opts);
             if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
@@ -77,6 +86,11 @@ fn main() {
             match result {
                 Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
                 Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
+                Ok(run::RunReport { dir: Some(d), .. })
+                    if rocsweep::exec::strategy_run::disagreements(d.as_path()) > 0 =>
+                {
+                    exit::CONFIRM_DISAGREED
+                }
                 Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
                 Ok(_) => exit::OK,
                 Err(e) => report(e),

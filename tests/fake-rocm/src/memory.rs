@@ -72,7 +72,7 @@ unsafe fn allocate(out: *mut *mut c_void, size: usize, pinned: bool) -> i32 {
         return 0;
     }
     let mut h = heap();
-    if !pinned && h.device_bytes + size as u64 > total_bytes() {
+    if !pinned && h.device_bytes.saturating_add(size as u64) > total_bytes() {
         return E::OutOfMemory as i32;
     }
     let Ok(layout) = Layout::from_size_align(size, ALIGN) else {
