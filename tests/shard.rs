@@ -707,3 +707,53 @@ fn truncate_rows(dir: &Path, keep: usize) {
     let kept: Vec<&str> = text.lines().take(keep + 1).collect();
     std::fs::write(&p, format!("{}\n", kept.join("\n"))).unwrap();
 }
+
+/// sweeps/slurm/array.sbatch run by bash with the variables Slurm sets for the tasks of
+/// `sbatch --array=4-7` (so it is tested where Slurm is not; tests/slurm.rs runs it under a real
+/// Slurm): the tasks' directories merge to the unsharded run of its sweep.
+#[test]
+fn the_slurm_array_script_without_slurm_merges_to_the_unsharded_run() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = tmp.path().join("shards");
+    for id in 4..8 {
+        let id = id.to_string();
+        let o = Command::new("bash")
+            .arg(repo.join("sweeps/slurm/array.sbatch"))
+            .current_dir(repo)
+            .env_remove("ROCSWEEP_TEST_FAULT")
+            .env("ROCSWEEP", env!("CARGO_BIN_EXE_rocsweep"))
+            .env("ROCSWEEP_SHARDS_DIR", &shards)
+            .env("SLURM_ARRAY_JOB_ID", "77")
+            .env("SLURM_ARRAY_TASK_ID", &id)
+            .env("SLURM_ARRAY_TASK_MIN", "4")
+            .env("SLURM_ARRAY_TASK_MAX", "7")
+            .env("SLURM_ARRAY_TASK_STEP", "1")
+            .env("SLURM_ARRAY_TASK_COUNT", "4")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "task {id}: {}", text(&o));
+    }
+    let dirs: Vec<PathBuf> = (4..8).map(|i| shards.join(format!("shard-{i}"))).collect();
+    let refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    let merged = tmp.path().join("merged");
+    let o = merge(&refs, &merged, &["--quiet", "--no-report"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let full = tmp.path().join("full");
+    let o = bin()
+        .current_dir(repo)
+        .args([
+            "run",
+            "sweeps/slurm/cpu-array.toml",
+            "--quiet",
+            "--no-report",
+            "--out",
+        ])
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let want = Csv::read(&full).statuses();
+    assert_eq!(want.len(), 24);
+    assert_eq!(Csv::read(&merged).statuses(), want);
+}
