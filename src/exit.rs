@@ -18,5 +18,8 @@ pub const BACKEND_UNAVAILABLE: i32 = 5;
 /// `merge`: the shards do not cover the sweep (a shard or units are missing, or a shard did not
 /// finish); nothing was written unless `--allow-missing`.
 pub const MERGE_INCOMPLETE: i32 = 6;
+/// `run --strategy bisect --confirm N`: an inferred unit, run for real, disagreed with its
+/// inference (the library is not monotone along the axis there); confirm.csv lists each one.
+pub const CONFIRM_DISAGREED: i32 = 7;
 /// The run was stopped by Ctrl-C; `--resume` continues it.
 pub const INTERRUPTED: i32 = 130;

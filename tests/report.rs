@@ -144,11 +144,13 @@ fn every_status_report_names_each_status_and_escapes_error_text() {
     for status in rocsweep::results::status::Status::ALL {
         let row = format!("</span>{status}</td><td class=\"num\">");
         assert!(html.contains(&row), "{status} has no count row");
-        if status != rocsweep::results::status::Status::Ok {
+        // Inferred units are counted and noted, not listed one by one (a bisect run has hundreds).
+        if status != rocsweep::results::status::Status::Ok && !status.is_inferred() {
             let badge = format!(">{status}</span>");
             assert!(html.contains(&badge), "{status} has no badge");
         }
     }
+    assert!(html.contains("2 units were inferred by the boundary search"));
     assert!(html.contains(
         "HIPBLAS_STATUS_INTERNAL_ERROR: &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot;"
     ));
@@ -164,7 +166,7 @@ fn every_status_report_names_each_status_and_escapes_error_text() {
     let md = read(&dir, "summary.md");
     assert!(
         md.contains(
-            "Counts: 16 units: ok 6, mismatch 1, zeros 1, nonfinite 1, hang 1, crash 1, error 1, unsupported 1, skipped 2, interrupted 1"
+            "Counts: 16 units: ok 4, mismatch 1, zeros 1, nonfinite 1, hang 1, crash 1, error 1, unsupported 1, skipped 2, interrupted 1, inferred-ok 1, inferred-fail 1"
         ),
         "{md}"
     );
@@ -173,7 +175,11 @@ fn every_status_report_names_each_status_and_escapes_error_text() {
     // Two solvers: one panel each; every cell code appears.
     let svg = read(&dir, "heatmap.svg");
     assert!(svg.contains("solver default") && svg.contains("solver gemm-crate"));
-    for code in ["H:compile", "C:run", "I:alloc"] {
+    assert!(
+        svg.contains("hatched: inferred, not run"),
+        "the legend explains hatching"
+    );
+    for code in ["H:compile", "C:run", "I:alloc", ">\nF\n<"] {
         assert!(svg.contains(code), "{code} missing from the heatmap");
     }
 }

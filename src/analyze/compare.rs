@@ -141,15 +141,17 @@ impl UnitCmp {
         }
     }
 
-    /// Worse in B: a failure that A did not have, or slower beyond the noise.
+    /// Worse in B: a failure that A did not have, or slower beyond the noise. A failure a
+    /// boundary search inferred (`inferred-fail`) counts like a measured one, so a bisect run
+    /// compares with a full grid; the transition (`ok->inferred-fail`) says it was inferred.
     pub fn regressed(&self) -> bool {
-        let failed = matches!((&self.a, &self.b), (Some(a), Some(b)) if b.status.is_failure() && !a.status.is_failure());
+        let failed = matches!((&self.a, &self.b), (Some(a), Some(b)) if b.status.predicts_failure() && !a.status.predicts_failure());
         failed || matches!(self.ratio, Some((_, Verdict::Slower)))
     }
 
-    /// Failed in A and not in B.
+    /// Failed in A and not in B (measured or inferred, as in `regressed`).
     pub fn fixed(&self) -> bool {
-        matches!((&self.a, &self.b), (Some(a), Some(b)) if a.status.is_failure() && !b.status.is_failure())
+        matches!((&self.a, &self.b), (Some(a), Some(b)) if a.status.predicts_failure() && !b.status.predicts_failure())
     }
 }
 
@@ -316,7 +318,7 @@ impl Tally {
             if a.status != b.status {
                 self.changed_status += 1;
             }
-            if b.status.is_failure() && !a.status.is_failure() {
+            if b.status.predicts_failure() && !a.status.predicts_failure() {
                 self.regressed_status += 1;
             }
         }

@@ -1,8 +1,8 @@
 //! `rocsweep recommend RUN_DIR`: which env combination to use, where each one is safe, and a
 //! shell profile with the winner. [`recommend`] and the renderers are pure; [`command`] writes.
 //!
-//! Ranking, in order: fewest failures (hang, crash, mismatch, zeros, nonfinite, error), then the
-//! most `ok` units, then the geometric mean throughput over the units that are ok in every
+//! Ranking, in order: fewest failures (hang, crash, mismatch, zeros, nonfinite, error, and
+//! inferred-fail from a boundary search), then the most `ok` units (measured or inferred), then the geometric mean throughput over the units that are ok in every
 //! combination (so no combination is rewarded for skipping the slow cases). Ties keep the
 //! manifest's order.
 
@@ -45,6 +45,7 @@ impl Rule {
                     Status::Zeros => "returns all zeros",
                     Status::Nonfinite => "returns NaN/Inf",
                     Status::Error => "fails with an error",
+                    Status::InferredFail => "is inferred to hang or crash (bisect; not run)",
                     other => other.name(),
                 };
                 if self.phase.is_empty() {
@@ -99,7 +100,7 @@ impl ComboReport {
     pub fn failure_summary(&self) -> String {
         let parts: Vec<String> = Status::ALL
             .iter()
-            .filter(|s| s.is_failure() && self.count(**s) > 0)
+            .filter(|s| s.predicts_failure() && self.count(**s) > 0)
             .map(|s| format!("{} {s}", self.count(*s)))
             .collect();
         if parts.is_empty() {
@@ -198,7 +199,7 @@ fn learn(rows: &[&Row], feats: &[(String, bool)]) -> (Vec<Rule>, Vec<Rule>) {
                 }
             })
             .collect(),
-        labels: rows.iter().map(|r| r.status.is_failure()).collect(),
+        labels: rows.iter().map(|r| r.status.predicts_failure()).collect(),
     };
     let mut fails = Vec::new();
     let mut oks = Vec::new();
@@ -218,15 +219,18 @@ fn learn(rows: &[&Row], feats: &[(String, bool)]) -> (Vec<Rule>, Vec<Rule>) {
         }
         let mut by_status: BTreeMap<Status, usize> = BTreeMap::new();
         for &i in &leaf.members {
-            if rows[i].status.is_failure() {
+            if rows[i].status.predicts_failure() {
                 *by_status.entry(rows[i].status).or_default() += 1;
             }
         }
-        // Most common status; ties go to the earlier (more severe-listed) status.
+        // Most common measured status; ties go to the earlier (more severe-listed) status. An
+        // inferred failure names the rule only when nothing in the leaf was measured failing.
         let top = by_status
             .iter()
+            .filter(|(s, _)| s.is_failure())
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(s, _)| *s);
+            .map(|(s, _)| *s)
+            .or_else(|| by_status.keys().next().copied());
         let mut phases: BTreeMap<&str, usize> = BTreeMap::new();
         for &i in &leaf.members {
             if Some(rows[i].status) == top {
@@ -346,8 +350,8 @@ pub fn recommend(run: &RunData) -> Recommendation {
                 key: key.clone(),
                 vars: vars.clone(),
                 units: rows.len(),
-                failures: rows.iter().filter(|r| r.status.is_failure()).count(),
-                ok: rows.iter().filter(|r| r.status == Status::Ok).count(),
+                failures: rows.iter().filter(|r| r.status.predicts_failure()).count(),
+                ok: rows.iter().filter(|r| r.status.predicts_ok()).count(),
                 counts,
                 throughput,
                 fail_rules,
@@ -425,7 +429,7 @@ impl Recommendation {
             e.1 += c.failures;
             e.2 += c.units;
             for (s, n) in &c.counts {
-                if s.is_failure() {
+                if s.predicts_failure() {
                     *e.3.entry(*s).or_default() += n;
                 }
             }

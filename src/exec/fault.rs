@@ -5,10 +5,13 @@
 //!
 //! Syntax: rules separated by `;`, each `MATCH:ACTION@PHASE`, where MATCH is `*`, `probe` (the
 //! health probe), or conditions joined by `&`, each `name=value` (a parameter of the unit's case,
-//! or `solver=...`) or `env.NAME=value` (the worker's own environment, i.e. its env
-//! combination); ACTION is `hang`, `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort` or `exit`;
-//! PHASE is enumerate, alloc,
-//! compile, run or verify. Example: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`.
+//! or `solver=...`), `name>value`, `name>=value`, `name<value` or `name<=value` (a numeric
+//! parameter compared as a number; a parameter that is not a number never matches), or
+//! `env.NAME=value` (the worker's own environment, i.e. its env combination); ACTION is `hang`,
+//! `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort` or `exit`; PHASE is
+//! enumerate, alloc, compile, run or verify. The first rule that matches wins.
+//! Examples: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`; seed 004's RDNA1 table as
+//! `c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run`.
 
 pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
 
@@ -87,8 +90,30 @@ impl Faults {
 }
 
 fn holds(cond: &str, canonical: &str) -> bool {
-    match cond.strip_prefix("env.").and_then(|c| c.split_once('=')) {
-        Some((name, want)) => std::env::var(name).is_ok_and(|v| v == want),
+    if let Some((name, want)) = cond.strip_prefix("env.").and_then(|c| c.split_once('=')) {
+        return std::env::var(name).is_ok_and(|v| v == want);
+    }
+    // Two-character operators first, so `h>=32` is not read as `h>` `=32`.
+    let compare = ["<=", ">=", "<", ">"]
+        .into_iter()
+        .find_map(|op| cond.split_once(op).map(|(name, want)| (name, op, want)));
+    match compare {
+        Some((name, op, want)) => {
+            let Ok(want) = want.trim().parse::<f64>() else {
+                return false;
+            };
+            canonical
+                .split(';')
+                .filter_map(|kv| kv.split_once('='))
+                .filter(|(k, _)| *k == name.trim())
+                .filter_map(|(_, v)| v.parse::<f64>().ok())
+                .any(|v| match op {
+                    "<=" => v <= want,
+                    ">=" => v >= want,
+                    "<" => v < want,
+                    _ => v > want,
+                })
+        }
         None => canonical.split(';').any(|kv| kv == cond),
     }
 }
@@ -135,5 +160,36 @@ mod tests {
             None,
             "every condition must hold"
         );
+    }
+
+    #[test]
+    fn numeric_comparisons_model_seed_004s_table() {
+        let f = Faults::parse(
+            "c_in=16&h>32:hang@run;c_in=32&h>=56:segv@run;c_in=64&h<=8:exit@run;c_in=3&h<16:abort@run",
+        );
+        let at = |c: u32, h: u32| {
+            format!("conv2d;direction=fwd;n=1;c_in={c};c_out=8;h={h};w={h};solver=default")
+        };
+        assert_eq!(f.action(&at(16, 32), "run"), None, "> is strict");
+        assert_eq!(f.action(&at(16, 40), "run"), Some(Action::Hang));
+        assert_eq!(f.action(&at(16, 40), "compile"), None);
+        assert_eq!(f.action(&at(32, 48), "run"), None);
+        assert_eq!(
+            f.action(&at(32, 56), "run"),
+            Some(Action::Segv),
+            ">= includes"
+        );
+        assert_eq!(f.action(&at(64, 8), "run"), Some(Action::Exit));
+        assert_eq!(f.action(&at(64, 16), "run"), None);
+        assert_eq!(f.action(&at(3, 8), "run"), Some(Action::Abort));
+        assert_eq!(f.action(&at(3, 16), "run"), None, "< is strict");
+        assert_eq!(
+            f.action(&at(128, 400), "run"),
+            None,
+            "other channels never hang"
+        );
+        // A word never compares as a number, and a malformed bound matches nothing.
+        let words = Faults::parse("dtype>1:hang@run;h>big:hang@run");
+        assert_eq!(words.action("conv2d;dtype=f32;h=64", "run"), None);
     }
 }

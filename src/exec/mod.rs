@@ -11,6 +11,8 @@ pub mod progress;
 pub mod protocol;
 pub mod run;
 pub mod shard;
+pub mod strategy;
+pub mod strategy_run;
 pub mod supervisor;
 pub mod unit;
 pub mod worker;

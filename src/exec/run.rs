@@ -51,6 +51,11 @@ pub struct RunOptions {
     pub shard_count: Option<u32>,
     /// `--devices`: one worker pool per device (a resume reuses the run's devices without it).
     pub devices: Option<DeviceSel>,
+    /// `--strategy`, `--along`, `--confirm`, `--confirm-seed` (see strategy.rs).
+    pub strategy: super::strategy::Kind,
+    pub along: Option<String>,
+    pub confirm: u64,
+    pub confirm_seed: Option<u64>,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
@@ -181,6 +186,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             sweep.source.path, opts.max_units
         )));
     }
+    let strategy = super::strategy_run::resolve(opts, &sweep)?;
     if opts.dry_run {
         return dry_run(&sweep, &combos, shard);
     }
@@ -295,6 +301,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         man.stopped = None;
         man.devices = device_indices.clone();
     }
+    if let Some(s) = strategy.as_ref().filter(|_| !resuming) {
+        super::strategy_run::record(&work_dir, s).map_err(|e| io("writing strategy.json", e))?;
+    }
     manifest::write(&work_dir, &man).map_err(|e| io("writing manifest.json", e))?;
     if !resuming {
         ResultsWriter::create(&work_dir.join("results.csv"), sweep.op)
@@ -323,7 +332,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     let mut retry: HashSet<String> = HashSet::new();
     if resuming {
-        let mut take = vec![Status::Skipped];
+        // Inferred rows are recomputed from the measured ones (strategy_run.rs).
+        let mut take = vec![Status::Skipped, Status::InferredOk, Status::InferredFail];
         if opts.retry_interrupted {
             take.push(Status::Interrupted);
         }
@@ -383,7 +393,14 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .enumerate()
         .filter(move |(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
         .map(|(_, e)| e);
-    let ended = pool::execute(&mut slots, entries, &shared, &params);
+    let ended = match &strategy {
+        None => pool::execute(&mut slots, entries, &shared, &params),
+        Some(s) => {
+            let entries = entries.collect();
+            let quiet = opts.quiet;
+            super::strategy_run::run(&mut slots, entries, &shared, &params, s, &dir, quiet)
+        }
+    };
     for s in &mut slots {
         s.sup.shutdown();
     }

@@ -19,7 +19,7 @@ const TOTAL_W: u32 = 70;
 pub struct Counts {
     title: String,
     subtitle: String,
-    bars: Vec<(String, [u64; 10])>,
+    bars: Vec<(String, [u64; Status::COUNT])>,
     label_w: u32,
     axis_max: u64,
     step: u64,
@@ -49,7 +49,7 @@ fn nice_step(max: u64, target: u64) -> u64 {
 }
 
 pub fn build(f: &Facts) -> Counts {
-    let bars: Vec<(String, [u64; 10])> = f
+    let bars: Vec<(String, [u64; Status::COUNT])> = f
         .envs
         .iter()
         .zip(&f.env_labels)
@@ -98,6 +98,7 @@ impl Counts {
                 color: facts::color(*s),
                 text: s.name().to_string(),
                 line: false,
+                hatched: s.is_inferred(),
             })
             .collect()
     }
@@ -158,6 +159,9 @@ impl Figure for Counts {
                 let color = facts::color(*s);
                 let corners = [(x0, cy - BAR_H / 2), (x1, cy + BAR_H / 2)];
                 c.area.draw(&Rectangle::new(corners, color.filled()))?;
+                if s.is_inferred() {
+                    draw::hatch(c, corners[0], corners[1], color)?;
+                }
                 // A white edge keeps neighbouring segments of similar colour apart.
                 c.area.draw(&Rectangle::new(corners, WHITE))?;
                 let text = n.to_string();

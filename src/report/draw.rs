@@ -260,6 +260,41 @@ pub struct LegendItem {
     pub text: String,
     /// Draw a short line instead of a filled square (for line series).
     pub line: bool,
+    /// Diagonal lines over the square: the mark of inferred (not measured) cells.
+    pub hatched: bool,
+}
+
+/// Spacing of hatch lines, in pixels.
+const HATCH_STEP: i32 = 6;
+
+/// Diagonal lines (bottom-left to top-right) over the rectangle from `(x0, y0)` to `(x1, y1)`,
+/// in a colour that stands out from `bg`: how plots mark a status that was inferred, not run.
+pub fn hatch<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    (x0, y0): (i32, i32),
+    (x1, y1): (i32, i32),
+    bg: RGBColor,
+) -> DrawResult<DB> {
+    let (w, h) = (x1 - x0, y1 - y0);
+    if w <= 0 || h <= 0 {
+        return Ok(());
+    }
+    let ink = contrast(bg).mix(0.55).stroke_width(1);
+    // Each line is x + y = x0 + y0 + k, clipped to the rectangle.
+    let mut k = HATCH_STEP / 2;
+    while k < w + h {
+        let sum = x0 + y0 + k;
+        let start_x = x0.max(sum - y1);
+        let end_x = x1.min(sum - y0);
+        if start_x < end_x {
+            c.area.draw(&PathElement::new(
+                vec![(start_x, sum - start_x), (end_x, sum - end_x)],
+                ink,
+            ))?;
+        }
+        k += HATCH_STEP;
+    }
+    Ok(())
 }
 
 const SWATCH: i32 = 14;
@@ -311,6 +346,9 @@ pub fn draw_legend<DB: DrawingBackend>(
             } else {
                 let (a, b) = ((x, cy - SWATCH / 2), (x + SWATCH, cy + SWATCH / 2));
                 c.area.draw(&Rectangle::new([a, b], it.color.filled()))?;
+                if it.hatched {
+                    hatch(c, a, b, it.color)?;
+                }
                 c.area
                     .draw(&Rectangle::new([a, b], RGBColor(0x75, 0x75, 0x75)))?;
             }

@@ -20,6 +20,9 @@ pub fn color(s: Status) -> RGBColor {
         Status::Unsupported => RGBColor(0xbd, 0xbd, 0xbd),
         Status::Skipped => RGBColor(0x90, 0xca, 0xf9),
         Status::Interrupted => RGBColor(0x8d, 0x6e, 0x63),
+        // The colour of what they stand for; plots hatch them (`is_inferred`) to tell them apart.
+        Status::InferredOk => color(Status::Ok),
+        Status::InferredFail => color(Status::Hang),
     }
 }
 
@@ -43,6 +46,8 @@ pub fn code(s: Status) -> &'static str {
         Status::Unsupported => "U",
         Status::Skipped => "S",
         Status::Interrupted => "I",
+        Status::InferredOk => "",
+        Status::InferredFail => "F",
     }
 }
 
@@ -54,20 +59,31 @@ pub fn shows_phase(s: Status) -> bool {
 /// The rule for folding several units into one cell: what costs a user most wins. Hangs and
 /// crashes take the machine or worker down; wrong numbers are silent and worse than an honest
 /// library error; not running at all (interrupted, skipped) says nothing; `unsupported` is an
-/// honest "cannot"; a cell is `ok` only when every unit in it is.
+/// honest "cannot"; a cell is `ok` only when every unit in it is. An inferred status ranks just
+/// below the measured one it stands for: a prediction of a hang still warns more than any
+/// measured wrong number, and a measurement beats a prediction of the same thing.
 pub fn severity(s: Status) -> u8 {
     match s {
-        Status::Hang => 9,
-        Status::Crash => 8,
-        Status::Nonfinite => 7,
-        Status::Zeros => 6,
-        Status::Mismatch => 5,
-        Status::Error => 4,
-        Status::Interrupted => 3,
-        Status::Skipped => 2,
-        Status::Unsupported => 1,
+        Status::Hang => 11,
+        Status::Crash => 10,
+        Status::InferredFail => 9,
+        Status::Nonfinite => 8,
+        Status::Zeros => 7,
+        Status::Mismatch => 6,
+        Status::Error => 5,
+        Status::Interrupted => 4,
+        Status::Skipped => 3,
+        Status::Unsupported => 2,
+        Status::InferredOk => 1,
         Status::Ok => 0,
     }
+}
+
+/// The order `severity` gives, as the heatmap's subtitle states it.
+pub fn severity_text() -> String {
+    let mut all = Status::ALL.to_vec();
+    all.sort_by_key(|s| std::cmp::Reverse(severity(*s)));
+    all.iter().map(|s| s.name()).collect::<Vec<_>>().join(" > ")
 }
 
 /// What "throughput" and "problem size" mean for the run's op.
@@ -224,8 +240,8 @@ impl<'a> Facts<'a> {
     }
 
     /// Units per status (in `Status::ALL` order), for one env combination or all.
-    pub fn counts(&self, env: Option<&str>) -> [u64; 10] {
-        let mut out = [0u64; 10];
+    pub fn counts(&self, env: Option<&str>) -> [u64; Status::COUNT] {
+        let mut out = [0u64; Status::COUNT];
         for r in self.rows() {
             if env.is_none_or(|e| e == r.env)
                 && let Some(i) = Status::ALL.iter().position(|s| *s == r.status)
@@ -253,15 +269,37 @@ impl<'a> Facts<'a> {
             .join(" ")
     }
 
-    /// Every unit that did not end `ok`, most severe status first, then in run order.
+    /// Every unit that ran (or was skipped) and did not end `ok`, most severe status first,
+    /// then in run order. Inferred units are left to `inferred_note`: a bisect run has hundreds.
     pub fn not_ok(&self) -> Vec<&'a Row> {
         let mut v: Vec<&Row> = self
             .rows()
             .iter()
-            .filter(|r| r.status != Status::Ok)
+            .filter(|r| r.status != Status::Ok && !r.status.is_inferred())
             .collect();
         v.sort_by_key(|r| std::cmp::Reverse(severity(r.status)));
         v
+    }
+
+    /// A sentence on the units a boundary search inferred instead of running, if any.
+    pub fn inferred_note(&self) -> Option<String> {
+        let ok = self
+            .rows()
+            .iter()
+            .filter(|r| r.status == Status::InferredOk)
+            .count();
+        let fail = self
+            .rows()
+            .iter()
+            .filter(|r| r.status == Status::InferredFail)
+            .count();
+        (ok + fail > 0).then(|| {
+            format!(
+                "{} units were inferred by the boundary search instead of run ({ok} inferred-ok, {fail} inferred-fail); \
+                 the heatmap hatches them, and each row's error column names the measured units it was inferred from.",
+                ok + fail
+            )
+        })
     }
 
     /// For each case with at least one timed `ok` unit, the fastest one; cases in run order.
@@ -306,7 +344,7 @@ impl<'a> Facts<'a> {
 }
 
 /// `32 units: ok 25, hang 6, crash 1` (statuses with no units left out).
-pub fn counts_line(counts: &[u64; 10]) -> String {
+pub fn counts_line(counts: &[u64; Status::COUNT]) -> String {
     let total: u64 = counts.iter().sum();
     let parts: Vec<String> = Status::ALL
         .iter()
@@ -416,19 +454,22 @@ mod tests {
 
     #[test]
     fn counts_line_lists_present_statuses_in_order() {
-        let mut c = [0u64; 10];
+        let mut c = [0u64; Status::COUNT];
         c[0] = 25;
         c[4] = 6;
         c[5] = 1;
         assert_eq!(counts_line(&c), "32 units: ok 25, hang 6, crash 1");
-        assert_eq!(counts_line(&[0; 10]), "0 units");
+        assert_eq!(counts_line(&[0; Status::COUNT]), "0 units");
     }
 
     #[test]
     fn severity_orders_every_status_differently() {
         let s: BTreeSet<u8> = Status::ALL.iter().map(|s| severity(*s)).collect();
-        assert_eq!(s.len(), 10);
+        assert_eq!(s.len(), Status::COUNT);
         assert!(severity(Status::Hang) > severity(Status::Mismatch));
+        assert!(severity(Status::Hang) > severity(Status::InferredFail));
+        assert!(severity(Status::InferredFail) > severity(Status::Mismatch));
+        assert!(severity(Status::InferredOk) > severity(Status::Ok));
         assert!(severity(Status::Unsupported) > severity(Status::Ok));
     }
 

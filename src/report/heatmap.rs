@@ -10,6 +10,9 @@
 //!   the most severe status (`facts::severity`), which the subtitle says.
 //! - panels: one per (env combination, solver) that has rows, all on the same grid so they
 //!   compare cell by cell.
+//! - cells whose status was inferred by a boundary search (`inferred-ok`, `inferred-fail`: the
+//!   unit never ran) are hatched with diagonal lines over the colour of what they stand for, and
+//!   the legend says so.
 
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
 use super::facts::{self, Facts, NO_UNIT};
@@ -360,10 +363,7 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         subtitle.push(format!(
             "each cell holds {what} and shows the worst of them:"
         ));
-        subtitle.push(
-            "hang > crash > nonfinite > zeros > mismatch > error > interrupted > skipped > unsupported > ok"
-                .to_string(),
-        );
+        subtitle.push(facts::severity_text());
     }
     let lf = draw::font(LABEL_PX);
     let y_title = y_title(&groups[..y_params.len()]);
@@ -404,17 +404,21 @@ fn legend_items() -> Vec<LegendItem> {
         .iter()
         .map(|s| {
             let code = facts::code(*s);
-            let text = if code.is_empty() {
+            let mut text = if code.is_empty() {
                 s.name().to_string()
             } else if facts::shows_phase(*s) {
                 format!("{code}:phase {s}")
             } else {
                 format!("{code} {s}")
             };
+            if s.is_inferred() {
+                text.push_str(" (hatched: inferred, not run)");
+            }
             LegendItem {
                 color: facts::color(*s),
                 text,
                 line: false,
+                hatched: s.is_inferred(),
             }
         })
         .collect();
@@ -422,6 +426,7 @@ fn legend_items() -> Vec<LegendItem> {
         color: NO_UNIT,
         text: "no unit".to_string(),
         line: false,
+        hatched: false,
     });
     v
 }
@@ -464,10 +469,11 @@ impl Heatmap {
                 let x0 = gx + xi as i32 * cw;
                 let cell = p.cells[yi * nx + xi].as_ref();
                 let bg = cell.map_or(NO_UNIT, |cell| facts::color(cell.status));
-                c.area.draw(&Rectangle::new(
-                    [(x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1)],
-                    bg.filled(),
-                ))?;
+                let (a, b) = ((x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1));
+                c.area.draw(&Rectangle::new([a, b], bg.filled()))?;
+                if cell.is_some_and(|cell| cell.status.is_inferred()) {
+                    draw::hatch(c, a, b, bg)?;
+                }
                 if let Some(cell) = cell {
                     cell_text(c, cell, (x0, y0), (cw, ch), draw::contrast(bg))?;
                 }

@@ -73,6 +73,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.zero td { color: #aaa; }
 .sw { display: inline-block; width: 12px; height: 12px; border: 1px solid #777; margin-right: 6px; vertical-align: -1px; }
 .badge { display: inline-block; padding: 1px 7px; border-radius: 3px; font-weight: bold; font-size: 13px; }
+.hatched { background-image: repeating-linear-gradient(-45deg, rgba(255,255,255,.5) 0 2px, transparent 2px 6px); }
 .err { white-space: pre-wrap; word-break: break-word; font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; max-width: 620px; }
 details pre { white-space: pre-wrap; word-break: break-word; font-size: 12px; background: #fafafa; border: 1px solid #eee; padding: 6px; margin: 4px 0 0 0; }
 figure { margin: 8px 0 16px 0; }
@@ -94,11 +95,17 @@ fn badge(s: Status) -> String {
     let bg = facts::color(s);
     let fg = super::draw::contrast(bg);
     format!(
-        r#"<span class="badge" style="background:{};color:{}">{}</span>"#,
+        r#"<span class="badge{}" style="background:{};color:{}">{}</span>"#,
+        hatched_class(s),
         facts::hex(bg),
         facts::hex(fg),
         s.name()
     )
+}
+
+/// Inferred statuses are drawn hatched, as in the plots.
+fn hatched_class(s: Status) -> &'static str {
+    if s.is_inferred() { " hatched" } else { "" }
 }
 
 fn file_name(p: &Path) -> String {
@@ -154,6 +161,13 @@ fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
         h.push_str("<p class=\"note\">None.</p>\n");
     } else {
         units_table(&mut h, f, &not_run);
+    }
+    if let Some(note) = f.inferred_note() {
+        let _ = writeln!(
+            h,
+            "<h2>Inferred</h2>\n<p class=\"note\">{}</p>",
+            escape(&note)
+        );
     }
     fastest_table(&mut h, f);
     files_list(&mut h, f, plots);
@@ -298,12 +312,13 @@ fn counts_table(h: &mut String, f: &Facts) {
     }
     h.push_str("</tr>\n");
     let all = f.counts(None);
-    let by_env: Vec<[u64; 10]> = f.envs.iter().map(|e| f.counts(Some(e))).collect();
+    let by_env: Vec<[u64; Status::COUNT]> = f.envs.iter().map(|e| f.counts(Some(e))).collect();
     for (i, s) in Status::ALL.iter().enumerate() {
         let class = if all[i] == 0 { " class=\"zero\"" } else { "" };
         let _ = write!(
             h,
-            "<tr{class}><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+            "<tr{class}><td><span class=\"sw{}\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
+            hatched_class(*s),
             facts::hex(facts::color(*s)),
             s.name(),
             all[i]

@@ -109,6 +109,9 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     } else {
         units_table(&mut s, f, &not_run);
     }
+    if let Some(note) = f.inferred_note() {
+        let _ = writeln!(s, "\n## Inferred\n\n{note}");
+    }
     fastest_table(&mut s, f);
     let _ = writeln!(s, "\n## Files\n\nIn {}:\n", cell(&f.dir_text()));
     for p in files {

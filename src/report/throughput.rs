@@ -261,6 +261,7 @@ impl Throughput {
                 color: PALETTE[i % PALETTE.len()],
                 text: k.clone(),
                 line: true,
+                hatched: false,
             })
             .collect()
     }

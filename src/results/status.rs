@@ -16,10 +16,18 @@ pub enum Status {
     Unsupported,
     Skipped,
     Interrupted,
+    /// Not run: a boundary search (`--strategy bisect`) placed it on the safe side of a line.
+    #[serde(rename = "inferred-ok")]
+    InferredOk,
+    /// Not run: a boundary search placed it on the failing (hang or crash) side of a line.
+    #[serde(rename = "inferred-fail")]
+    InferredFail,
 }
 
 impl Status {
-    pub const ALL: [Status; 10] = [
+    pub const COUNT: usize = 12;
+
+    pub const ALL: [Status; Status::COUNT] = [
         Status::Ok,
         Status::Mismatch,
         Status::Zeros,
@@ -30,6 +38,8 @@ impl Status {
         Status::Unsupported,
         Status::Skipped,
         Status::Interrupted,
+        Status::InferredOk,
+        Status::InferredFail,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,6 +54,8 @@ impl Status {
             Status::Unsupported => "unsupported",
             Status::Skipped => "skipped",
             Status::Interrupted => "interrupted",
+            Status::InferredOk => "inferred-ok",
+            Status::InferredFail => "inferred-fail",
         }
     }
 
@@ -51,7 +63,9 @@ impl Status {
         Status::ALL.into_iter().find(|x| x.name() == s)
     }
 
-    /// Outcomes that mean the library did something wrong (not merely "cannot do this").
+    /// Outcomes that mean the library did something wrong (not merely "cannot do this"). Only
+    /// measured outcomes: an `inferred-fail` unit never ran, so it is not one (see
+    /// [`Status::predicts_failure`]).
     pub fn is_failure(self) -> bool {
         matches!(
             self,
@@ -62,6 +76,23 @@ impl Status {
                 | Status::Crash
                 | Status::Error
         )
+    }
+}
+
+impl Status {
+    /// Statuses a boundary search wrote without running the unit.
+    pub fn is_inferred(self) -> bool {
+        matches!(self, Status::InferredOk | Status::InferredFail)
+    }
+
+    /// A failure, measured or inferred: what a map of where the library fails counts.
+    pub fn predicts_failure(self) -> bool {
+        self.is_failure() || self == Status::InferredFail
+    }
+
+    /// `ok`, measured or inferred.
+    pub fn predicts_ok(self) -> bool {
+        matches!(self, Status::Ok | Status::InferredOk)
     }
 }
 

@@ -130,104 +130,139 @@ impl Shape {
         self.c_out / self.groups
     }
 
-    /// The input coordinate an output coordinate and filter tap read, if inside the image.
-    fn tap(&self, dim: usize, o: usize, k: usize) -> Option<usize> {
-        let size = if dim == 0 { self.h } else { self.w };
-        (o * self.stride[dim] + k * self.dil[dim])
-            .checked_sub(self.pad[dim])
-            .filter(|i| *i < size)
+    /// The input row a filter row reads for output row `oy`, if inside the image.
+    fn in_row(&self, oy: usize, ky: usize) -> Option<usize> {
+        let iy = (oy * self.stride[0] + ky * self.dil[0]) as isize - self.pad[0] as isize;
+        (iy >= 0 && (iy as usize) < self.h).then_some(iy as usize)
     }
 
-    /// The output coordinate that reads input coordinate `i` through filter tap `k`, if any.
-    fn tap_back(&self, dim: usize, i: usize, k: usize) -> Option<usize> {
-        let out = if dim == 0 { self.oh } else { self.ow };
-        let t = (i + self.pad[dim]).checked_sub(k * self.dil[dim])?;
-        (t % self.stride[dim] == 0 && t / self.stride[dim] < out).then(|| t / self.stride[dim])
+    /// The output row that reads input row `iy` through filter row `ky`, if any.
+    fn out_row(&self, iy: usize, ky: usize) -> Option<usize> {
+        let t = iy as isize + self.pad[0] as isize - (ky * self.dil[0]) as isize;
+        let s = self.stride[0] as isize;
+        (t >= 0 && t % s == 0 && ((t / s) as usize) < self.oh).then_some((t / s) as usize)
     }
+
+    /// Offset of filter column `kx` in an input row (ix = ox * stride + offset), and the output
+    /// columns [lo, hi) whose input column lies inside the image.
+    fn columns(&self, kx: usize) -> (isize, usize, usize) {
+        let off = (kx * self.dil[1]) as isize - self.pad[1] as isize;
+        let s = self.stride[1] as isize;
+        let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+        let last = self.w as isize - 1 - off;
+        let hi = if last < 0 {
+            0
+        } else {
+            (last / s + 1).min(self.ow as isize)
+        };
+        (off, lo as usize, hi.max(lo) as usize)
+    }
+}
+
+/// acc[o] += a * src[o * step + off] for o in lo..hi (the forward direction along a row).
+fn axpy(acc: &mut [f64], a: f64, src: &[f32], (off, lo, hi): (isize, usize, usize), step: usize) {
+    let (mut o, mut i) = (lo, (lo * step) as isize + off);
+    while o < hi {
+        acc[o] += a * src[i as usize] as f64;
+        o += 1;
+        i += step as isize;
+    }
+}
+
+/// acc[o * step + off] += a * src[o] for o in lo..hi (the transposed direction).
+fn axpy_t(acc: &mut [f64], a: f64, src: &[f32], (off, lo, hi): (isize, usize, usize), step: usize) {
+    let (mut o, mut i) = (lo, (lo * step) as isize + off);
+    while o < hi {
+        acc[i as usize] += a * src[o] as f64;
+        o += 1;
+        i += step as isize;
+    }
+}
+
+/// Sum of a[o] * b[o * step + off] for o in lo..hi.
+fn dot_strided(a: &[f32], b: &[f32], (off, lo, hi): (isize, usize, usize), step: usize) -> f64 {
+    let (mut o, mut i, mut acc) = (lo, (lo * step) as isize + off, 0.0f64);
+    while o < hi {
+        acc += a[o] as f64 * b[i as usize] as f64;
+        o += 1;
+        i += step as isize;
+    }
+    acc
 }
 
 /// y[n,k,oy,ox] = sum x[n,c,iy,ix] * w[k,c,ky,kx]; x dense NCHW, w dense KCRS, y dense NKHW.
 pub fn forward(s: &Shape, x: &[f32], w: &[f32]) -> Vec<f64> {
-    let (cpg, opg) = (s.cpg(), s.opg());
-    elem::par_map(s.n * s.c_out * s.oh * s.ow, |i| {
-        let (ox, oy, k, b) = (
-            i % s.ow,
-            i / s.ow % s.oh,
-            i / (s.ow * s.oh) % s.c_out,
-            i / (s.ow * s.oh * s.c_out),
-        );
+    let (cpg, opg, ks, plane) = (s.cpg(), s.opg(), s.kh * s.kw, s.h * s.w);
+    elem::par_rows(s.n * s.c_out * s.oh, s.ow, |row, acc| {
+        let (oy, k, b) = (row % s.oh, row / s.oh % s.c_out, row / (s.oh * s.c_out));
         let g = k / opg;
-        let mut acc = 0.0f64;
         for c in 0..cpg {
-            let xc = ((b * s.c_in + g * cpg + c) * s.h) * s.w;
-            let wc = ((k * cpg + c) * s.kh) * s.kw;
+            let xc = &x[(b * s.c_in + g * cpg + c) * plane..][..plane];
+            let wc = &w[(k * cpg + c) * ks..][..ks];
             for ky in 0..s.kh {
-                let Some(iy) = s.tap(0, oy, ky) else { continue };
+                let Some(iy) = s.in_row(oy, ky) else { continue };
+                let xrow = &xc[iy * s.w..][..s.w];
                 for kx in 0..s.kw {
-                    let Some(ix) = s.tap(1, ox, kx) else { continue };
-                    acc += x[xc + iy * s.w + ix] as f64 * w[wc + ky * s.kw + kx] as f64;
+                    axpy(
+                        acc,
+                        wc[ky * s.kw + kx] as f64,
+                        xrow,
+                        s.columns(kx),
+                        s.stride[1],
+                    );
                 }
             }
         }
-        acc
     })
 }
 
 /// dx[n,c,iy,ix] = sum over the outputs that read it of dy[n,k,oy,ox] * w[k,c,ky,kx].
 pub fn backward_data(s: &Shape, dy: &[f32], w: &[f32]) -> Vec<f64> {
-    let (cpg, opg) = (s.cpg(), s.opg());
-    elem::par_map(s.n * s.c_in * s.h * s.w, |i| {
-        let (ix, iy, ci, b) = (
-            i % s.w,
-            i / s.w % s.h,
-            i / (s.w * s.h) % s.c_in,
-            i / (s.w * s.h * s.c_in),
-        );
+    let (cpg, opg, ks, oplane) = (s.cpg(), s.opg(), s.kh * s.kw, s.oh * s.ow);
+    elem::par_rows(s.n * s.c_in * s.h, s.w, |row, acc| {
+        let (iy, ci, b) = (row % s.h, row / s.h % s.c_in, row / (s.h * s.c_in));
         let (g, c) = (ci / cpg, ci % cpg);
-        let mut acc = 0.0f64;
         for k in g * opg..(g + 1) * opg {
-            let yk = ((b * s.c_out + k) * s.oh) * s.ow;
-            let wc = ((k * cpg + c) * s.kh) * s.kw;
+            let dyk = &dy[(b * s.c_out + k) * oplane..][..oplane];
+            let wc = &w[(k * cpg + c) * ks..][..ks];
             for ky in 0..s.kh {
-                let Some(oy) = s.tap_back(0, iy, ky) else {
+                let Some(oy) = s.out_row(iy, ky) else {
                     continue;
                 };
+                let dyrow = &dyk[oy * s.ow..][..s.ow];
                 for kx in 0..s.kw {
-                    let Some(ox) = s.tap_back(1, ix, kx) else {
-                        continue;
-                    };
-                    acc += dy[yk + oy * s.ow + ox] as f64 * w[wc + ky * s.kw + kx] as f64;
+                    axpy_t(
+                        acc,
+                        wc[ky * s.kw + kx] as f64,
+                        dyrow,
+                        s.columns(kx),
+                        s.stride[1],
+                    );
                 }
             }
         }
-        acc
     })
 }
 
 /// dw[k,c,ky,kx] = sum over n, oy, ox of dy[n,k,oy,ox] * x[n,c,iy,ix].
 pub fn backward_weights(s: &Shape, dy: &[f32], x: &[f32]) -> Vec<f64> {
-    let (cpg, opg) = (s.cpg(), s.opg());
-    elem::par_map(s.c_out * cpg * s.kh * s.kw, |i| {
-        let (kx, ky, c, k) = (
-            i % s.kw,
-            i / s.kw % s.kh,
-            i / (s.kw * s.kh) % cpg,
-            i / (s.kw * s.kh * cpg),
-        );
+    let (cpg, opg, plane, oplane) = (s.cpg(), s.opg(), s.h * s.w, s.oh * s.ow);
+    elem::par_rows(s.c_out * cpg, s.kh * s.kw, |row, acc| {
+        let (c, k) = (row % cpg, row / cpg);
         let ci = k / opg * cpg + c;
-        let mut acc = 0.0f64;
         for b in 0..s.n {
-            let yk = ((b * s.c_out + k) * s.oh) * s.ow;
-            let xc = ((b * s.c_in + ci) * s.h) * s.w;
-            for oy in 0..s.oh {
-                let Some(iy) = s.tap(0, oy, ky) else { continue };
-                for ox in 0..s.ow {
-                    let Some(ix) = s.tap(1, ox, kx) else { continue };
-                    acc += dy[yk + oy * s.ow + ox] as f64 * x[xc + iy * s.w + ix] as f64;
+            let dyk = &dy[(b * s.c_out + k) * oplane..][..oplane];
+            let xc = &x[(b * s.c_in + ci) * plane..][..plane];
+            for ky in 0..s.kh {
+                for oy in 0..s.oh {
+                    let Some(iy) = s.in_row(oy, ky) else { continue };
+                    let (dyrow, xrow) = (&dyk[oy * s.ow..][..s.ow], &xc[iy * s.w..][..s.w]);
+                    for kx in 0..s.kw {
+                        acc[ky * s.kw + kx] += dot_strided(dyrow, xrow, s.columns(kx), s.stride[1]);
+                    }
                 }
             }
         }
-        acc
     })
 }
 

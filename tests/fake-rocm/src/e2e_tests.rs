@@ -201,3 +201,93 @@ fn miopen_immediate_writes_through_nhwc_strides() {
         assert_eq!(miopenDestroy(h), 0);
     }
 }
+
+/// conv_fwd_ref in NHWC with groups, stride, padding and dilation against the formula of
+/// kernels/conv_ref.cu evaluated directly.
+#[test]
+fn conv_ref_kernel_nhwc() {
+    let src = include_str!("../../../kernels/conv_ref.cu").to_string() + "\0";
+    let [n, ci, co, h, wd, kh, kw, ph, pw, sh, sw, dh, dw, g] =
+        [2, 4, 6, 5, 6, 2, 3, 1, 0, 2, 1, 1, 2, 2];
+    let (oh, ow) = (
+        (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1,
+        (wd + 2 * pw - dw * (kw - 1) - 1) / sw + 1,
+    );
+    let cpg = ci / g;
+    let x: Vec<f32> = (0..n * h * wd * ci)
+        .map(|i| ((i * 5) % 7) as f32 - 3.0)
+        .collect();
+    let w: Vec<f32> = (0..co * kh * kw * cpg)
+        .map(|i| ((i * 3) % 5) as f32 - 2.0)
+        .collect();
+    let total = n * co * oh * ow;
+    let mut want = vec![0f64; total];
+    for (i, slot) in want.iter_mut().enumerate() {
+        let (c_o, r) = (i % co, i / co);
+        let (ox, oy, b) = (r % ow, r / ow % oh, r / (ow * oh));
+        let gi = c_o / (co / g);
+        for c in 0..cpg {
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    let (iy, ix) = (
+                        (oy * sh + ky * dh) as isize - ph as isize,
+                        (ox * sw + kx * dw) as isize - pw as isize,
+                    );
+                    if iy < 0 || ix < 0 || iy >= h as isize || ix >= wd as isize {
+                        continue;
+                    }
+                    let xi = ((b * h + iy as usize) * wd + ix as usize) * ci + gi * cpg + c;
+                    let wi = ((c_o * kh + ky) * kw + kx) * cpg + c;
+                    *slot += x[xi] as f64 * w[wi] as f64;
+                }
+            }
+        }
+    }
+    unsafe {
+        let mut prog = null_mut();
+        assert_eq!(
+            hiprtcCreateProgram(&mut prog, src.as_ptr().cast(), null(), 0, null(), null()),
+            0
+        );
+        assert_eq!(hiprtcCompileProgram(prog, 0, null()), 0);
+        let mut size = 0;
+        assert_eq!(hiprtcGetCodeSize(prog, &mut size), 0);
+        let mut code = vec![0u8; size];
+        assert_eq!(hiprtcGetCode(prog, code.as_mut_ptr().cast()), 0);
+        let (mut module, mut f) = (null_mut(), null_mut());
+        assert_eq!(hipModuleLoadData(&mut module, code.as_ptr().cast()), 0);
+        assert_eq!(
+            hipModuleGetFunction(&mut f, module, c"conv_fwd_ref_f32".as_ptr()),
+            0
+        );
+        let (xd, wdv, yd) = (dev(x.len() * 4), dev(w.len() * 4), dev(total * 8));
+        upload(xd, &x);
+        upload(wdv, &w);
+        let mut ptrs = [xd, wdv, yd];
+        let mut ints = [
+            n, ci, co, h, wd, kh, kw, ph, pw, sh, sw, dh, dw, g, oh, ow, 1,
+        ]
+        .map(|v| v as i32);
+        let mut params: Vec<Ptr> = ptrs.iter_mut().map(|p| (p as *mut Ptr).cast()).collect();
+        params.extend(ints.iter_mut().map(|v| (v as *mut i32).cast::<c_void>()));
+        let blocks = total.div_ceil(64) as u32;
+        let st = hipModuleLaunchKernel(
+            f,
+            blocks,
+            1,
+            1,
+            64,
+            1,
+            1,
+            0,
+            null_mut(),
+            params.as_mut_ptr(),
+            null_mut(),
+        );
+        assert_eq!(st, 0);
+        assert_eq!(
+            std::slice::from_raw_parts(yd as *const f64, total),
+            want.as_slice()
+        );
+    }
+}

@@ -86,25 +86,53 @@ pub fn fill_value(zeros: bool) -> f64 {
     if zeros { 0.0 } else { f64::NAN }
 }
 
-/// Evaluates `f` for every index of `0..len` on all cores (outputs are independent).
-pub fn par_map(len: usize, f: impl Fn(usize) -> f64 + Sync) -> Vec<f64> {
-    let mut out = vec![0.0f64; len];
+/// A `rows` x `len` result computed row by row on all cores: `f(row, out)` fills one row
+/// (zeroed beforehand). Rows are independent, so no locking.
+pub fn par_rows(rows: usize, len: usize, f: impl Fn(usize, &mut [f64]) + Sync) -> Vec<f64> {
+    let mut out = vec![0.0f64; rows * len];
+    if out.is_empty() {
+        return out;
+    }
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(len.div_ceil(4096).max(1));
-    let chunk = len.div_ceil(threads).max(1);
+        .min(rows)
+        .min((rows * len).div_ceil(4096))
+        .max(1);
+    let per = rows.div_ceil(threads);
     let f = &f;
     std::thread::scope(|s| {
-        for (c, part) in out.chunks_mut(chunk).enumerate() {
+        for (t, part) in out.chunks_mut(per * len).enumerate() {
             s.spawn(move || {
-                for (j, slot) in part.iter_mut().enumerate() {
-                    *slot = f(c * chunk + j);
+                for (j, row) in part.chunks_mut(len).enumerate() {
+                    f(t * per + j, row);
                 }
             });
         }
     });
     out
+}
+
+/// Sum of a[i] * b[i], in f64. Plain indexed loops with four accumulators: this library is
+/// mostly run unoptimised (tests build it in the dev profile), where iterator adapters cost a
+/// call per element.
+pub fn dot(a: &[f32], b: &[f32]) -> f64 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let (mut s0, mut s1, mut s2, mut s3) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut i = 0;
+    while i + 4 <= n {
+        s0 += a[i] as f64 * b[i] as f64;
+        s1 += a[i + 1] as f64 * b[i + 1] as f64;
+        s2 += a[i + 2] as f64 * b[i + 2] as f64;
+        s3 += a[i + 3] as f64 * b[i + 3] as f64;
+        i += 4;
+    }
+    while i < n {
+        s0 += a[i] as f64 * b[i] as f64;
+        i += 1;
+    }
+    (s0 + s1) + (s2 + s3)
 }
 
 #[cfg(test)]
@@ -124,9 +152,19 @@ mod tests {
     }
 
     #[test]
-    fn par_map_covers_every_index() {
-        let v = par_map(100_003, |i| i as f64);
-        assert!(v.iter().enumerate().all(|(i, x)| *x == i as f64));
-        assert!(par_map(0, |_| 1.0).is_empty());
+    fn par_rows_covers_every_row() {
+        let v = par_rows(10_007, 3, |r, out| {
+            out.iter_mut().for_each(|x| *x = r as f64)
+        });
+        assert!(v.chunks(3).enumerate().all(|(r, row)| row == [r as f64; 3]));
+        assert!(par_rows(0, 5, |_, _| ()).is_empty());
+        assert!(par_rows(5, 0, |_, _| ()).is_empty());
+    }
+
+    #[test]
+    fn dot_products() {
+        let a: Vec<f32> = (0..11).map(|i| i as f32).collect();
+        assert_eq!(dot(&a, &a), (0..11).map(|i| (i * i) as f64).sum::<f64>());
+        assert_eq!(dot(&a[..3], &a), 5.0);
     }
 }

@@ -71,10 +71,11 @@ pub fn matmul(
             bc[j * k + p] = if tb { b[j + p * ldb] } else { b[p + j * ldb] };
         }
     }
-    elem::par_map(m * n, |idx| {
-        let (i, j) = (idx % m, idx / m);
-        let (r, c) = (&ar[i * k..(i + 1) * k], &bc[j * k..(j + 1) * k]);
-        r.iter().zip(c).map(|(x, y)| *x as f64 * *y as f64).sum()
+    elem::par_rows(n, m, |j, col| {
+        let bj = &bc[j * k..(j + 1) * k];
+        for (i, out) in col.iter_mut().enumerate() {
+            *out = elem::dot(&ar[i * k..(i + 1) * k], bj);
+        }
     })
 }
 

@@ -5,6 +5,7 @@
 
 use crate::Registry;
 use crate::capture::{self, Op};
+use crate::conv::{self, Shape, Tensor};
 use crate::elem::{self, DType};
 use crate::faults::{self, Action, Lib, V};
 use crate::hip::{self, E};
@@ -214,7 +215,8 @@ unsafe fn op_for(kernel: Kernel, params: *mut *mut c_void, threads: usize) -> Re
 }
 
 /// conv_fwd_ref_T(x, w, double* y, n, c_in, c_out, h, wd, kh, kw, pad_h, pad_w, stride_h,
-/// stride_w, dil_h, dil_w, groups, oh, ow, nhwc): kernels/conv_ref.cu, f64 accumulation.
+/// stride_w, dil_h, dil_w, groups, oh, ow, nhwc): kernels/conv_ref.cu (f64 accumulation), computed
+/// by the same direct loops as the fake MIOpen.
 unsafe fn conv_ref(t: DType, params: *mut *mut c_void, threads: usize) -> Result<Op, i32> {
     let mut ints = [0i32; 17];
     // SAFETY: reads the kernel's 20 arguments.
@@ -234,7 +236,6 @@ unsafe fn conv_ref(t: DType, params: *mut *mut c_void, threads: usize) -> Result
     if ints[..16].iter().any(|v| *v < 0) || ints[13] < 1 {
         return Err(E::InvalidValue as i32);
     }
-    let u = ints.map(|v| v as usize);
     let [
         n,
         c_in,
@@ -253,62 +254,66 @@ unsafe fn conv_ref(t: DType, params: *mut *mut c_void, threads: usize) -> Result
         oh,
         ow,
         _,
-    ] = u;
+    ] = ints.map(|v| v as usize);
+    if c_in % groups != 0 || c_out % groups != 0 || sh == 0 || sw == 0 {
+        return Err(E::InvalidValue as i32);
+    }
     let nhwc = ints[16] != 0;
-    let (cpg, opg) = (c_in / groups, (c_out / groups).max(1));
-    let total = n * c_out * oh * ow;
-    let count = total.min(threads);
-    let (xn, wn) = (n * c_in * h * wd, c_out * cpg * kh * kw);
+    let s = Shape {
+        n,
+        c_in,
+        c_out,
+        h,
+        w: wd,
+        kh,
+        kw,
+        oh,
+        ow,
+        pad: [ph, pw],
+        stride: [sh, sw],
+        dil: [dh, dw],
+        groups,
+    };
+    let cpg = c_in / groups;
+    // The layouts the flag selects, as strided views of dense NCHW / KCRS.
+    let (xt, wt) = if nhwc {
+        (
+            Tensor {
+                dims: [n, c_in, h, wd],
+                strides: [h * wd * c_in, 1, wd * c_in, c_in],
+            },
+            Tensor {
+                dims: [c_out, cpg, kh, kw],
+                strides: [kh * kw * cpg, 1, kw * cpg, cpg],
+            },
+        )
+    } else {
+        (
+            Tensor::packed([n, c_in, h, wd]),
+            Tensor::packed([c_out, cpg, kh, kw]),
+        )
+    };
+    let count = (n * c_out * oh * ow).min(threads);
     Ok(Arc::new(move || {
-        if !memory::check(x, xn * t.size())
-            || !memory::check(w, wn * t.size())
+        if !memory::check(x, xt.span() * t.size())
+            || !memory::check(w, wt.span() * t.size())
             || !memory::check(y, count * 8)
         {
             return E::IllegalAddress as i32;
         }
-        let vals = elem::par_map(count, |i| {
-            let (b, co, oy, ox) = if nhwc {
-                let r = i / c_out;
-                (r / ow / oh, i % c_out, (r / ow) % oh, r % ow)
+        // SAFETY: extents checked just above.
+        let vals = unsafe { conv::forward(&s, &conv::gather(x, t, &xt), &conv::gather(w, t, &wt)) };
+        for i in 0..count {
+            // The kernel's thread i writes output element i in the flag's layout.
+            let dense = if nhwc {
+                let (co, r) = (i % c_out, i / c_out);
+                let (ox, oy, b) = (r % ow, r / ow % oh, r / (ow * oh));
+                ((b * c_out + co) * oh + oy) * ow + ox
             } else {
-                let r = i / ow;
-                (r / oh / c_out, (r / oh) % c_out, r % oh, i % ow)
+                i
             };
-            let g = co / opg;
-            let mut acc = 0.0f64;
-            for c in 0..cpg {
-                let ci = g * cpg + c;
-                for ky in 0..kh {
-                    let Some(iy) = (oy * sh + ky * dh).checked_sub(ph).filter(|v| *v < h) else {
-                        continue;
-                    };
-                    for kx in 0..kw {
-                        let Some(ix) = (ox * sw + kx * dw).checked_sub(pw).filter(|v| *v < wd)
-                        else {
-                            continue;
-                        };
-                        let (xi, wi) = if nhwc {
-                            (
-                                ((b * h + iy) * wd + ix) * c_in + ci,
-                                ((co * kh + ky) * kw + kx) * cpg + c,
-                            )
-                        } else {
-                            (
-                                ((b * c_in + ci) * h + iy) * wd + ix,
-                                ((co * cpg + c) * kh + ky) * kw + kx,
-                            )
-                        };
-                        // SAFETY: indices inside the checked x and w extents.
-                        let (xv, wv) = unsafe { (elem::load(x, t, xi), elem::load(w, t, wi)) };
-                        acc += xv as f64 * wv as f64;
-                    }
-                }
-            }
-            acc
-        });
-        for (i, v) in vals.into_iter().enumerate() {
             // SAFETY: i < count, inside the checked y extent.
-            unsafe { (y as *mut f64).add(i).write_unaligned(v) };
+            unsafe { (y as *mut f64).add(i).write_unaligned(vals[dense]) };
         }
         0
     }))
