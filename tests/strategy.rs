@@ -1,11 +1,20 @@
 //! `run --strategy prune|bisect` with real worker processes: the CPU backend and the test-only
 //! fault switch make workers really hang on seed 004's RDNA1 table (16->32 channels above
-//! 32x32, 32->64 above 48x48, 64->128 above 64x64; 3->16 never), under a 0.3 s run limit.
+//! 32x32, 32->64 above 48x48, 64->128 above 64x64; 3->16 never), under a 0.5 s run limit.
+//!
+//! The tests take turns (`serial`): a hanging worker spins a core until it is killed, and
+//! several runs at once on a small machine could starve a unit that works past its limit.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Seed 004's table as fault rules.
 const SEED_004: &str = "c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run";
@@ -22,7 +31,7 @@ fn sweep(dir: &Path) -> PathBuf {
     let text = "name = \"s004\"\nop = \"conv2d\"\nbackend = \"cpu\"\n\
                 [axes]\nn = 1\nkernel = 1\npad = 0\nh = \"range(8..=96, step=8)\"\n\
                 [zip.channels]\nc_in = [3, 16, 32, 64]\nc_out = [16, 32, 64, 128]\n\
-                [timing]\nenabled = false\n[limits]\nrun = 0.3\ngrace = 0.2\n";
+                [timing]\nenabled = false\n[limits]\nrun = 0.5\ngrace = 0.2\n";
     let p = dir.join("s004.toml");
     std::fs::write(&p, text).unwrap();
     p
@@ -87,8 +96,32 @@ fn num(r: &HashMap<String, String>, k: &str) -> u32 {
     r[k].parse().unwrap()
 }
 
+/// The full grid's map, run once for the tests that compare with it. It must be the model's.
+fn grid_map() -> &'static HashMap<String, &'static str> {
+    static GRID: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
+    GRID.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = sweep(tmp.path());
+        let grid = tmp.path().join("grid");
+        ok(&run(&s, &grid, SEED_004, &[]));
+        let g = rows(&grid);
+        assert_eq!(g.len(), 48);
+        assert_eq!(
+            count(&g, "hang"),
+            18,
+            "the grid hangs on every cell of the table"
+        );
+        for r in &g {
+            let (c, h) = (num(r, "c_in"), num(r, "h"));
+            assert_eq!(r["status"] == "hang", hangs(c, h), "grid: c_in={c} h={h}");
+        }
+        map(&g)
+    })
+}
+
 #[test]
 fn prune_records_predicted_hangs_and_no_hang_beyond_the_first_of_a_line() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path());
     let out = tmp.path().join("prune");
@@ -131,16 +164,10 @@ fn prune_records_predicted_hangs_and_no_hang_beyond_the_first_of_a_line() {
 
 #[test]
 fn bisect_reproduces_the_grid_map_with_a_third_of_its_hangs_and_confirm_agrees() {
+    let _serial = serial();
+    let grid = grid_map();
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path());
-    let grid = tmp.path().join("grid");
-    ok(&run(&s, &grid, SEED_004, &[]));
-    let g = rows(&grid);
-    assert_eq!(count(&g, "hang"), 18);
-    for r in &g {
-        assert_eq!(r["status"] == "hang", hangs(num(r, "c_in"), num(r, "h")));
-    }
-
     let bis = tmp.path().join("bisect");
     let o = run(
         &s,
@@ -176,7 +203,7 @@ fn bisect_reproduces_the_grid_map_with_a_third_of_its_hangs_and_confirm_agrees()
         search_hangs * 3 <= 18,
         "bisect hung {search_hangs} times, the grid 18"
     );
-    assert_eq!(map(&b), map(&g), "the same safe-region map");
+    assert_eq!(&map(&b), grid, "the same safe-region map");
     assert!(count(&b, "inferred-ok") > 0 && count(&b, "inferred-fail") > 0);
     for r in b.iter().filter(|r| r["status"].starts_with("inferred")) {
         assert!(
@@ -193,6 +220,7 @@ fn bisect_reproduces_the_grid_map_with_a_third_of_its_hangs_and_confirm_agrees()
 
 #[test]
 fn confirm_reports_a_disagreement_on_a_model_that_is_not_monotone() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path());
     let out = tmp.path().join("nonmono");
@@ -222,6 +250,7 @@ fn confirm_reports_a_disagreement_on_a_model_that_is_not_monotone() {
 
 #[test]
 fn along_must_be_a_numeric_axis_of_the_sweep() {
+    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path());
     let out = tmp.path().join("x");
@@ -297,11 +326,10 @@ fn kill_orphaned_workers(dir: &Path) {
 
 #[test]
 fn an_interrupted_or_killed_strategy_run_resumes_without_measuring_any_unit_twice() {
+    let _serial = serial();
+    let want = grid_map();
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(tmp.path());
-    let grid = tmp.path().join("grid");
-    ok(&run(&s, &grid, SEED_004, &[]));
-    let want = map(&rows(&grid));
     let trials = [
         ("bisect", 2, libc::SIGINT),
         ("bisect", 9, libc::SIGINT),
@@ -376,7 +404,7 @@ fn an_interrupted_or_killed_strategy_run_resumes_without_measuring_any_unit_twic
             }
         }
         if strategy == "bisect" {
-            assert_eq!(map(&after), want, "{what}: the grid's map after resume");
+            assert_eq!(&map(&after), want, "{what}: the grid's map after resume");
         } else {
             assert_eq!(
                 count(&after, "hang"),
