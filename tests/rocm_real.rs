@@ -34,7 +34,10 @@ fn probe_loads_debians_hip_runtime_and_says_no_gpu() {
     let err = String::from_utf8_lossy(&o.stderr);
     // Exit code 5: the backend's libraries load but it cannot run here.
     assert_eq!(o.status.code(), Some(5), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("rocm: unavailable (no AMD GPU is present"), "{out}");
+    assert!(
+        out.contains("rocm: unavailable (no AMD GPU is present"),
+        "{out}"
+    );
     assert!(
         out.contains("hipErrorNoDevice") || out.contains("hipErrorInvalidDevice"),
         "the runtime's own error name is shown: {out}"
@@ -45,10 +48,19 @@ fn probe_loads_debians_hip_runtime_and_says_no_gpu() {
     );
     // Debian has hipRAND and HIP's built-in hipRTC but no MIOpen, hipBLASLt or rocBLAS: each
     // missing one says what was looked for where.
-    assert!(out.contains("hipRTC: ") && out.contains("(built in)"), "{out}");
-    assert!(out.contains("MIOpen: MIOpen (libMIOpen) not found; looked for"), "{out}");
+    assert!(
+        out.contains("hipRTC: ") && out.contains("(built in)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("MIOpen: MIOpen (libMIOpen) not found; looked for"),
+        "{out}"
+    );
     assert!(out.contains("libMIOpen.so.1"), "{out}");
-    assert!(out.contains("rocBLAS: rocBLAS (librocblas) not found"), "{out}");
+    assert!(
+        out.contains("rocBLAS: rocBLAS (librocblas) not found"),
+        "{out}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -61,7 +73,10 @@ fn a_rocm_run_without_a_gpu_is_refused_before_anything_is_written() {
     let out = tmp.path().join("run");
     let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
         .arg("run")
-        .arg(format!("{}/sweeps/rocm-smoke.toml", env!("CARGO_MANIFEST_DIR")))
+        .arg(format!(
+            "{}/sweeps/rocm-smoke.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
         .arg("--out")
         .arg(&out)
         .args(["--quiet", "--no-report"])
@@ -79,12 +94,21 @@ fn a_rocm_run_without_a_gpu_is_refused_before_anything_is_written() {
 #[test]
 fn a_missing_rocm_lib_dir_is_a_usage_error() {
     let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
-        .args(["probe", "--backend", "rocm", "--rocm-lib-dir", "/no/such/dir"])
+        .args([
+            "probe",
+            "--backend",
+            "rocm",
+            "--rocm-lib-dir",
+            "/no/such/dir",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("--rocm-lib-dir /no/such/dir: not a directory"), "{err}");
+    assert!(
+        err.contains("--rocm-lib-dir /no/such/dir: not a directory"),
+        "{err}"
+    );
 }
 
 /// Debian's hipcc (HIP 5.2, clang 15) compiles the same kernel files hipRTC and NVRTC compile
@@ -108,7 +132,11 @@ fn hipcc_compiles_the_kernels_for_rdna1_and_rdna2() {
     .unwrap();
     let co = tmp.path().join("kernels.co");
     let o = Command::new(hipcc)
-        .args(["--genco", "--offload-arch=gfx1010", "--offload-arch=gfx1030"])
+        .args([
+            "--genco",
+            "--offload-arch=gfx1010",
+            "--offload-arch=gfx1030",
+        ])
         .arg(&src)
         .arg("-o")
         .arg(&co)
@@ -120,7 +148,10 @@ fn hipcc_compiles_the_kernels_for_rdna1_and_rdna2() {
         String::from_utf8_lossy(&o.stderr)
     );
     let bundle = std::fs::read(&co).unwrap();
-    assert!(bundle.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"), "an offload bundle");
+    assert!(
+        bundle.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"),
+        "an offload bundle"
+    );
     let text = String::from_utf8_lossy(&bundle);
     for target in ["gfx1010", "gfx1030"] {
         assert!(
@@ -128,7 +159,12 @@ fn hipcc_compiles_the_kernels_for_rdna1_and_rdna2() {
             "{target} code object in the bundle"
         );
     }
-    for kernel in ["cast_bf16_f32", "relu_f16", "conv_fwd_ref_f32", "spin_forever"] {
+    for kernel in [
+        "cast_bf16_f32",
+        "relu_f16",
+        "conv_fwd_ref_f32",
+        "spin_forever",
+    ] {
         assert!(text.contains(kernel), "{kernel} is in the code objects");
     }
 }

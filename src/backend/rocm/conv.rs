@@ -45,7 +45,12 @@ impl Descs {
         Ok(Descs {
             h: Handle::new(lib, dev.stream.raw)?,
             x: TensorDesc::new(lib, t, [g.n, g.c_in, g.h, g.w], nhwc)?,
-            w: TensorDesc::new(lib, t, [g.c_out, g.c_in / g.groups.max(1), g.kh, g.kw], nhwc)?,
+            w: TensorDesc::new(
+                lib,
+                t,
+                [g.c_out, g.c_in / g.groups.max(1), g.kh, g.kw],
+                nhwc,
+            )?,
             y: TensorDesc::new(lib, t, [g.n, g.c_out, g.out_h(), g.out_w()], nhwc)?,
             conv: ConvDesc::new(
                 lib,
@@ -66,12 +71,20 @@ impl Descs {
     fn solutions(&self) -> Result<Vec<ConvSolution>, UnitError> {
         let l = self.lib();
         let a = &l.api;
-        let (h, x, w, y, c) = (self.h.raw, self.x.raw, self.w.raw, self.y.raw, self.conv.raw);
+        let (h, x, w, y, c) = (
+            self.h.raw,
+            self.x.raw,
+            self.w.raw,
+            self.y.raw,
+            self.conv.raw,
+        );
         let mut count = 0usize;
         // SAFETY: live descriptors in the order each query takes them; out-pointer to a usize.
         let rc = unsafe {
             match self.dir {
-                Direction::Fwd => (a.miopenConvolutionForwardGetSolutionCount)(h, w, x, c, y, &mut count),
+                Direction::Fwd => {
+                    (a.miopenConvolutionForwardGetSolutionCount)(h, w, x, c, y, &mut count)
+                }
                 Direction::BwdData => {
                     (a.miopenConvolutionBackwardDataGetSolutionCount)(h, y, w, c, x, &mut count)
                 }
@@ -88,13 +101,34 @@ impl Descs {
         let rc = unsafe {
             match self.dir {
                 Direction::Fwd => (a.miopenConvolutionForwardGetSolution)(
-                    h, w, x, c, y, max, &mut got, v.as_mut_ptr(),
+                    h,
+                    w,
+                    x,
+                    c,
+                    y,
+                    max,
+                    &mut got,
+                    v.as_mut_ptr(),
                 ),
                 Direction::BwdData => (a.miopenConvolutionBackwardDataGetSolution)(
-                    h, y, w, c, x, max, &mut got, v.as_mut_ptr(),
+                    h,
+                    y,
+                    w,
+                    c,
+                    x,
+                    max,
+                    &mut got,
+                    v.as_mut_ptr(),
                 ),
                 Direction::BwdWeights => (a.miopenConvolutionBackwardWeightsGetSolution)(
-                    h, y, x, c, w, max, &mut got, v.as_mut_ptr(),
+                    h,
+                    y,
+                    x,
+                    c,
+                    w,
+                    max,
+                    &mut got,
+                    v.as_mut_ptr(),
                 ),
             }
         };
@@ -106,7 +140,13 @@ impl Descs {
     fn workspace(&self, id: u64) -> Result<usize, UnitError> {
         let l = self.lib();
         let a = &l.api;
-        let (h, x, w, y, c) = (self.h.raw, self.x.raw, self.w.raw, self.y.raw, self.conv.raw);
+        let (h, x, w, y, c) = (
+            self.h.raw,
+            self.x.raw,
+            self.w.raw,
+            self.y.raw,
+            self.conv.raw,
+        );
         let mut bytes = 0usize;
         // SAFETY: live descriptors; out-pointer to a usize.
         let rc = unsafe {
@@ -130,7 +170,13 @@ impl Descs {
     fn compile(&self, id: u64) -> Result<(), UnitError> {
         let l = self.lib();
         let a = &l.api;
-        let (h, x, w, y, c) = (self.h.raw, self.x.raw, self.w.raw, self.y.raw, self.conv.raw);
+        let (h, x, w, y, c) = (
+            self.h.raw,
+            self.x.raw,
+            self.w.raw,
+            self.y.raw,
+            self.conv.raw,
+        );
         // SAFETY: live descriptors.
         let rc = unsafe {
             match self.dir {
@@ -203,10 +249,17 @@ pub fn prepare(
         ))
     })?;
     if !listed.iter().any(|s| s.solution_id == id) {
-        let names: Vec<String> = listed.iter().map(|s| solvers::name(s.solution_id)).collect();
+        let names: Vec<String> = listed
+            .iter()
+            .map(|s| solvers::name(s.solution_id))
+            .collect();
         return Err(UnitError::Unsupported(format!(
             "MIOpen does not list {solver} for this problem (it lists: {})",
-            if names.is_empty() { "nothing".into() } else { names.join(", ") }
+            if names.is_empty() {
+                "nothing".into()
+            } else {
+                names.join(", ")
+            }
         )));
     }
     let ws_bytes = d.workspace(id)?;
@@ -290,13 +343,52 @@ fn prepare_find(
     let rc = unsafe {
         match d.dir {
             Direction::Fwd => (api.miopenFindConvolutionForwardAlgorithm)(
-                h, x, pa, w, pb, c, y, po, 8, &mut got, perf.as_mut_ptr(), wsp, ws_bytes, false,
+                h,
+                x,
+                pa,
+                w,
+                pb,
+                c,
+                y,
+                po,
+                8,
+                &mut got,
+                perf.as_mut_ptr(),
+                wsp,
+                ws_bytes,
+                false,
             ),
             Direction::BwdData => (api.miopenFindConvolutionBackwardDataAlgorithm)(
-                h, y, pa, w, pb, c, x, po, 8, &mut got, perf.as_mut_ptr(), wsp, ws_bytes, false,
+                h,
+                y,
+                pa,
+                w,
+                pb,
+                c,
+                x,
+                po,
+                8,
+                &mut got,
+                perf.as_mut_ptr(),
+                wsp,
+                ws_bytes,
+                false,
             ),
             Direction::BwdWeights => (api.miopenFindConvolutionBackwardWeightsAlgorithm)(
-                h, y, pb, x, pa, c, w, po, 8, &mut got, perf.as_mut_ptr(), wsp, ws_bytes, false,
+                h,
+                y,
+                pb,
+                x,
+                pa,
+                c,
+                w,
+                po,
+                8,
+                &mut got,
+                perf.as_mut_ptr(),
+                wsp,
+                ws_bytes,
+                false,
             ),
         }
     };
@@ -365,16 +457,17 @@ impl ConvCall {
                 (How::Immediate { id }, Direction::Fwd) => {
                     (api.miopenConvolutionForwardImmediate)(h, w, pb, x, pa, c, y, po, ws, n, *id)
                 }
-                (How::Immediate { id }, Direction::BwdData) => {
-                    (api.miopenConvolutionBackwardDataImmediate)(h, y, pa, w, pb, c, x, po, ws, n, *id)
-                }
+                (How::Immediate { id }, Direction::BwdData) => (api
+                    .miopenConvolutionBackwardDataImmediate)(
+                    h, y, pa, w, pb, c, x, po, ws, n, *id,
+                ),
                 (How::Immediate { id }, Direction::BwdWeights) => (api
                     .miopenConvolutionBackwardWeightsImmediate)(
                     h, y, pb, x, pa, c, w, po, ws, n, *id,
                 ),
-                (How::Found { algo }, Direction::Fwd) => (api.miopenConvolutionForward)(
-                    h, al, x, pa, w, pb, c, *algo, be, y, po, ws, n,
-                ),
+                (How::Found { algo }, Direction::Fwd) => {
+                    (api.miopenConvolutionForward)(h, al, x, pa, w, pb, c, *algo, be, y, po, ws, n)
+                }
                 (How::Found { algo }, Direction::BwdData) => (api.miopenConvolutionBackwardData)(
                     h, al, y, pa, w, pb, c, *algo, be, x, po, ws, n,
                 ),

@@ -159,14 +159,8 @@ pub fn enumerate(
 }
 
 enum Call {
-    Lt {
-        plan: Plan,
-        algo: HeuristicResult,
-    },
-    Rocblas {
-        lib: RocblasRef,
-        handle: rb::Handle,
-    },
+    Lt { plan: Plan, algo: HeuristicResult },
+    Rocblas { lib: RocblasRef, handle: rb::Handle },
 }
 
 pub struct GemmRun {
@@ -196,6 +190,21 @@ pub fn prepare(
     i: &GemmInputs,
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
+    // `default` is what PyTorch does: hipBLASLt's first pick where it has one, else rocBLAS
+    // (RDNA1/RDNA2 have no hipBLASLt kernels). The health probe runs it on every card.
+    if solver == "default" {
+        let call = GemmCall::new(dev, lt_lib, rb_lib, p)?;
+        phases.phase("alloc");
+        return Ok(Box::new(GemmRun {
+            dev: dev.clone(),
+            call: call.call,
+            p: p.clone(),
+            a: DevTensor::upload(dev, &i.a)?,
+            b: DevTensor::upload(dev, &i.b)?,
+            c: DevTensor::zeros(dev, p.out_dtype, p.output_len())?,
+            ws: call.ws,
+        }));
+    }
     let (call, ws_bytes) = if solver == "rocblas" {
         if p.compute == DType::Tf32 {
             return Err(UnitError::Unsupported(
@@ -210,7 +219,7 @@ pub fn prepare(
         let plan = Plan::new(&lib, p)?;
         let hs = plan.heuristics()?;
         let rank = match solver {
-            "default" | "hipblaslt" => 0,
+            "hipblaslt" => 0,
             other => other
                 .strip_prefix("hipblaslt#")
                 .and_then(|r| r.split('-').next())
@@ -228,7 +237,10 @@ pub fn prepare(
             )));
         };
         // A row must time the solution it names, even if the heuristic's order changed.
-        if let Some(want) = solver.split("-sol").nth(1).and_then(|s| s.parse::<i32>().ok())
+        if let Some(want) = solver
+            .split("-sol")
+            .nth(1)
+            .and_then(|s| s.parse::<i32>().ok())
             && algo.algo.index() != want
         {
             return Err(UnitError::Unsupported(format!(
@@ -268,7 +280,10 @@ fn launch(
     match call {
         Call::Lt { plan, algo } => {
             let (al, be): (*const c_void, *const c_void) = if plan.f16_scale {
-                ((&a16 as *const half::f16).cast(), (&b16 as *const half::f16).cast())
+                (
+                    (&a16 as *const half::f16).cast(),
+                    (&b16 as *const half::f16).cast(),
+                )
             } else {
                 ((&a32 as *const f32).cast(), (&b32 as *const f32).cast())
             };
@@ -302,12 +317,20 @@ fn launch(
                 DType::Bf16 => rb::BF16,
                 _ => rb::F32,
             };
-            let (compute, al, be): (c_int, *const c_void, *const c_void) = if p.compute == DType::F16
-            {
-                (rb::F16, (&a16 as *const half::f16).cast(), (&b16 as *const half::f16).cast())
-            } else {
-                (rb::F32, (&a32 as *const f32).cast(), (&b32 as *const f32).cast())
-            };
+            let (compute, al, be): (c_int, *const c_void, *const c_void) =
+                if p.compute == DType::F16 {
+                    (
+                        rb::F16,
+                        (&a16 as *const half::f16).cast(),
+                        (&b16 as *const half::f16).cast(),
+                    )
+                } else {
+                    (
+                        rb::F32,
+                        (&a32 as *const f32).cast(),
+                        (&b32 as *const f32).cast(),
+                    )
+                };
             let ((ar, ac), (br, bc)) = shapes(p);
             let int = |v: usize| {
                 c_int::try_from(v)

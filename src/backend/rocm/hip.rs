@@ -156,21 +156,56 @@ impl DevMem {
         })
     }
 
-    pub fn upload(hip: &HipRef, bytes: &[u8]) -> Result<DevMem, UnitError> {
-        let m = DevMem::alloc(hip, bytes.len())?;
-        m.write(bytes)?;
+    /// Device memory set to zero (hipMemsetAsync on the null stream, then waited for).
+    pub fn zeroed(hip: &HipRef, bytes: usize) -> Result<DevMem, UnitError> {
+        let m = DevMem::alloc(hip, bytes)?;
+        // SAFETY: the allocation holds at least `bytes` bytes; the null stream is always valid.
+        hip.check(
+            unsafe { (hip.api.hipMemsetAsync)(m.ptr, 0, bytes, std::ptr::null_mut()) },
+            "hipMemsetAsync",
+        )?;
+        // SAFETY: a plain synchronisation.
+        hip.check(
+            unsafe { (hip.api.hipDeviceSynchronize)() },
+            "hipDeviceSynchronize",
+        )?;
         Ok(m)
     }
 
-    pub fn write(&self, bytes: &[u8]) -> Result<(), UnitError> {
-        let n = bytes.len().min(self.bytes);
-        // SAFETY: the destination holds self.bytes, the source n <= that many bytes.
-        self.hip.check(
-            unsafe {
-                (self.hip.api.hipMemcpy)(self.ptr, bytes.as_ptr().cast(), n, MEMCPY_H2D)
-            },
-            "hipMemcpy host to device",
-        )
+    /// Device memory holding `bytes`: staged through pinned host memory and read back to check
+    /// that it arrived. Inputs are set up this way so that a broken pageable copy path (seed 001)
+    /// shows in the copy probe that measures it, not as wrong results of every other op; a setup
+    /// copy that arrives changed is an error of its own, never silently wrong inputs.
+    pub fn upload(hip: &HipRef, bytes: &[u8]) -> Result<DevMem, UnitError> {
+        let m = DevMem::alloc(hip, bytes.len())?;
+        let mut stage = PinnedMem::alloc(hip, bytes.len())?;
+        stage.as_mut_slice().copy_from_slice(bytes);
+        // SAFETY: both sides hold bytes.len() bytes.
+        hip.check(
+            unsafe { (hip.api.hipMemcpy)(m.ptr, stage.ptr.cast_const(), bytes.len(), MEMCPY_H2D) },
+            "hipMemcpy host to device (inputs)",
+        )?;
+        stage.as_mut_slice().fill(0);
+        // SAFETY: as above.
+        hip.check(
+            unsafe { (hip.api.hipMemcpy)(stage.ptr, m.ptr.cast_const(), bytes.len(), MEMCPY_D2H) },
+            "hipMemcpy device to host (input check)",
+        )?;
+        let back = stage.as_slice();
+        if back != bytes {
+            let differ = back.iter().zip(bytes).filter(|(a, b)| a != b).count();
+            let zeros = back.iter().all(|&b| b == 0);
+            return Err(UnitError::Library {
+                library: "hip".into(),
+                code: "INPUT_UPLOAD_CORRUPTED".into(),
+                message: format!(
+                    "the inputs did not arrive on the device intact through pinned memory: {differ} of {} bytes differ{}",
+                    bytes.len(),
+                    if zeros { " (all zeros)" } else { "" }
+                ),
+            });
+        }
+        Ok(m)
     }
 
     pub fn read(&self) -> Result<Vec<u8>, UnitError> {
@@ -178,12 +213,7 @@ impl DevMem {
         // SAFETY: the destination vector holds exactly self.bytes bytes.
         self.hip.check(
             unsafe {
-                (self.hip.api.hipMemcpy)(
-                    v.as_mut_ptr().cast(),
-                    self.ptr,
-                    self.bytes,
-                    MEMCPY_D2H,
-                )
+                (self.hip.api.hipMemcpy)(v.as_mut_ptr().cast(), self.ptr, self.bytes, MEMCPY_D2H)
             },
             "hipMemcpy device to host",
         )?;

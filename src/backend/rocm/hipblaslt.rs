@@ -197,8 +197,15 @@ impl Obj {
     pub fn handle(lib: &HipblasltRef) -> Result<Obj, UnitError> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: out-pointer to a live handle.
-        lib.check(unsafe { (lib.api.hipblasLtCreate)(&mut raw) }, "hipblasLtCreate")?;
-        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtDestroy })
+        lib.check(
+            unsafe { (lib.api.hipblasLtCreate)(&mut raw) },
+            "hipblasLtCreate",
+        )?;
+        Ok(Obj {
+            lib: lib.clone(),
+            raw,
+            destroy: lib.api.hipblasLtDestroy,
+        })
     }
 
     pub fn matmul_desc(lib: &HipblasltRef, compute: c_int, scale: c_int) -> Result<Obj, UnitError> {
@@ -208,17 +215,31 @@ impl Obj {
             unsafe { (lib.api.hipblasLtMatmulDescCreate)(&mut raw, compute, scale) },
             "hipblasLtMatmulDescCreate",
         )?;
-        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatmulDescDestroy })
+        Ok(Obj {
+            lib: lib.clone(),
+            raw,
+            destroy: lib.api.hipblasLtMatmulDescDestroy,
+        })
     }
 
-    pub fn layout(lib: &HipblasltRef, dtype: c_int, rows: u64, cols: u64, ld: i64) -> Result<Obj, UnitError> {
+    pub fn layout(
+        lib: &HipblasltRef,
+        dtype: c_int,
+        rows: u64,
+        cols: u64,
+        ld: i64,
+    ) -> Result<Obj, UnitError> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: out-pointer to a live handle.
         lib.check(
             unsafe { (lib.api.hipblasLtMatrixLayoutCreate)(&mut raw, dtype, rows, cols, ld) },
             "hipblasLtMatrixLayoutCreate",
         )?;
-        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatrixLayoutDestroy })
+        Ok(Obj {
+            lib: lib.clone(),
+            raw,
+            destroy: lib.api.hipblasLtMatrixLayoutDestroy,
+        })
     }
 
     pub fn preference(lib: &HipblasltRef) -> Result<Obj, UnitError> {
@@ -228,7 +249,11 @@ impl Obj {
             unsafe { (lib.api.hipblasLtMatmulPreferenceCreate)(&mut raw) },
             "hipblasLtMatmulPreferenceCreate",
         )?;
-        Ok(Obj { lib: lib.clone(), raw, destroy: lib.api.hipblasLtMatmulPreferenceDestroy })
+        Ok(Obj {
+            lib: lib.clone(),
+            raw,
+            destroy: lib.api.hipblasLtMatmulPreferenceDestroy,
+        })
     }
 
     /// Sets a plain-value attribute through `f` (one of the SetAttribute entry points).
@@ -241,7 +266,14 @@ impl Obj {
     ) -> Result<(), UnitError> {
         // SAFETY: the value's address and exact size.
         self.lib.check(
-            unsafe { f(self.raw, attr, (value as *const T).cast(), std::mem::size_of::<T>()) },
+            unsafe {
+                f(
+                    self.raw,
+                    attr,
+                    (value as *const T).cast(),
+                    std::mem::size_of::<T>(),
+                )
+            },
             what,
         )
     }

@@ -42,7 +42,8 @@ impl Hiprand {
         let f = self.api.hiprandGetVersion?;
         let mut v = 0;
         // SAFETY: out-pointer to a live int.
-        (unsafe { f(&mut v) } == 0).then(|| format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100))
+        (unsafe { f(&mut v) } == 0)
+            .then(|| format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100))
     }
 
     pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
@@ -65,7 +66,11 @@ impl Hiprand {
             1000 => "HIPRAND_STATUS_NOT_IMPLEMENTED",
             _ => "HIPRAND_STATUS_UNKNOWN",
         };
-        Err(UnitError::Library { library: "hiprand".into(), code: name.into(), message: what.to_string() })
+        Err(UnitError::Library {
+            library: "hiprand".into(),
+            code: name.into(),
+            message: what.to_string(),
+        })
     }
 }
 
@@ -82,10 +87,16 @@ impl Generator {
             unsafe { (lib.api.hiprandCreateGenerator)(&mut raw, PHILOX4_32_10) },
             "hiprandCreateGenerator(PHILOX4_32_10)",
         )?;
-        let g = Generator { lib: lib.clone(), raw };
+        let g = Generator {
+            lib: lib.clone(),
+            raw,
+        };
         // SAFETY: a live generator and stream.
         unsafe {
-            lib.check((lib.api.hiprandSetPseudoRandomGeneratorSeed)(raw, seed), "hiprandSetPseudoRandomGeneratorSeed")?;
+            lib.check(
+                (lib.api.hiprandSetPseudoRandomGeneratorSeed)(raw, seed),
+                "hiprandSetPseudoRandomGeneratorSeed",
+            )?;
             lib.check((lib.api.hiprandSetStream)(raw, stream), "hiprandSetStream")?;
         }
         Ok(g)

@@ -120,7 +120,7 @@ impl Kernels {
         let xd = DevMem::upload(&dev.hip, &x.as_bytes())?;
         let wd = DevMem::upload(&dev.hip, &w.as_bytes())?;
         let total = p.output_len();
-        let yd = DevMem::alloc(&dev.hip, total * 8)?;
+        let yd = DevMem::zeroed(&dev.hip, total * 8)?;
         let too_big = || UnitError::Unsupported("a dimension exceeds the kernel's int".into());
         let ints: Vec<c_int> = [
             g.n,

@@ -129,7 +129,9 @@ impl Miopen {
         // SAFETY: a static string for any code.
         let text = c_str(unsafe { (self.api.miopenGetErrorString)(rc) });
         if rc == STATUS_UNSUPPORTED_OP || rc == STATUS_NOT_IMPLEMENTED {
-            return Err(UnitError::Unsupported(format!("{name} from {what}: {text}")));
+            return Err(UnitError::Unsupported(format!(
+                "{name} from {what}: {text}"
+            )));
         }
         Err(UnitError::Library {
             library: "miopen".into(),

@@ -225,7 +225,10 @@ fn init_device(hip: &Hip) -> Result<i32, String> {
     // SAFETY: out-pointer to a live int.
     let rc = unsafe { (hip.api.hipGetDeviceCount)(&mut count) };
     if rc != 0 || count <= 0 {
-        return Err(no_gpu("hipGetDeviceCount", if rc == 0 { hip::ERROR_NO_DEVICE } else { rc }));
+        return Err(no_gpu(
+            "hipGetDeviceCount",
+            if rc == 0 { hip::ERROR_NO_DEVICE } else { rc },
+        ));
     }
     Ok(count)
 }
@@ -314,7 +317,9 @@ impl Backend for RocmBackend {
                     .unwrap_or_else(|_| vec![solvers::FIND.to_string()]),
                 Err(_) => vec![solvers::FIND.to_string()],
             },
-            Problem::Gemm(p) => gemm::enumerate(&self.dev, &self.libs.hipblaslt, &self.libs.rocblas, p),
+            Problem::Gemm(p) => {
+                gemm::enumerate(&self.dev, &self.libs.hipblaslt, &self.libs.rocblas, p)
+            }
             other => solver_names(other.kind())
                 .iter()
                 .map(|s| s.to_string())

@@ -8,7 +8,12 @@ use crate::backend::UnitError;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-pub const SONAMES: &[&str] = &["librocblas.so.5", "librocblas.so.4", "librocblas.so.3", "librocblas.so"];
+pub const SONAMES: &[&str] = &[
+    "librocblas.so.5",
+    "librocblas.so.4",
+    "librocblas.so.3",
+    "librocblas.so",
+];
 
 pub const OP_N: c_int = 111;
 pub const OP_T: c_int = 112;
@@ -71,7 +76,11 @@ impl Rocblas {
         if rc == NOT_IMPLEMENTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
-        Err(UnitError::Library { library: "rocblas".into(), code: name, message: what.to_string() })
+        Err(UnitError::Library {
+            library: "rocblas".into(),
+            code: name,
+            message: what.to_string(),
+        })
     }
 }
 
@@ -84,10 +93,19 @@ impl Handle {
     pub fn new(lib: &RocblasRef, stream: Ptr) -> Result<Handle, UnitError> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: out-pointer to a live handle.
-        lib.check(unsafe { (lib.api.rocblas_create_handle)(&mut raw) }, "rocblas_create_handle")?;
-        let h = Handle { lib: lib.clone(), raw };
+        lib.check(
+            unsafe { (lib.api.rocblas_create_handle)(&mut raw) },
+            "rocblas_create_handle",
+        )?;
+        let h = Handle {
+            lib: lib.clone(),
+            raw,
+        };
         // SAFETY: live handle and stream.
-        lib.check(unsafe { (lib.api.rocblas_set_stream)(raw, stream) }, "rocblas_set_stream")?;
+        lib.check(
+            unsafe { (lib.api.rocblas_set_stream)(raw, stream) },
+            "rocblas_set_stream",
+        )?;
         Ok(h)
     }
 }

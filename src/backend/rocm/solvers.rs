@@ -61,13 +61,33 @@ pub const TABLE: &[(u64, &str, Algo)] = &[
     (53, "ConvBinWinogradRxSf2x3", Algo::Winograd),
     (54, "ConvHipImplicitGemmV4R4Fwd", Algo::ImplicitGemm),
     (62, "ConvAsmImplicitGemmV4R1DynamicFwd", Algo::ImplicitGemm),
-    (63, "ConvAsmImplicitGemmV4R1DynamicFwd_1x1", Algo::ImplicitGemm),
-    (64, "ConvHipImplicitGemmForwardV4R4Xdlops", Algo::ImplicitGemm),
+    (
+        63,
+        "ConvAsmImplicitGemmV4R1DynamicFwd_1x1",
+        Algo::ImplicitGemm,
+    ),
+    (
+        64,
+        "ConvHipImplicitGemmForwardV4R4Xdlops",
+        Algo::ImplicitGemm,
+    ),
     (65, "ConvAsmImplicitGemmV4R1DynamicBwd", Algo::ImplicitGemm),
     (66, "ConvAsmImplicitGemmV4R1DynamicWrw", Algo::ImplicitGemm),
-    (72, "ConvAsmImplicitGemmGTCDynamicWrwXdlops", Algo::ImplicitGemm),
-    (74, "ConvAsmImplicitGemmGTCDynamicFwdXdlops", Algo::ImplicitGemm),
-    (82, "ConvAsmImplicitGemmGTCDynamicBwdXdlops", Algo::ImplicitGemm),
+    (
+        72,
+        "ConvAsmImplicitGemmGTCDynamicWrwXdlops",
+        Algo::ImplicitGemm,
+    ),
+    (
+        74,
+        "ConvAsmImplicitGemmGTCDynamicFwdXdlops",
+        Algo::ImplicitGemm,
+    ),
+    (
+        82,
+        "ConvAsmImplicitGemmGTCDynamicBwdXdlops",
+        Algo::ImplicitGemm,
+    ),
     (84, "ConvBinWinogradRxSf2x3g1", Algo::Winograd),
     (85, "ConvDirectNaiveConvFwd", Algo::Direct),
     (86, "ConvDirectNaiveConvBwd", Algo::Direct),
@@ -114,10 +134,7 @@ pub fn id(name: &str) -> Option<u64> {
 }
 
 pub fn algo(id: u64) -> Option<Algo> {
-    TABLE
-        .iter()
-        .find(|(i, _, _)| *i == id)
-        .map(|(_, _, a)| *a)
+    TABLE.iter().find(|(i, _, _)| *i == id).map(|(_, _, a)| *a)
 }
 
 /// The solver names a sweep may write for conv2d on ROCm (besides `solver#<id>`).

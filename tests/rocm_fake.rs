@@ -1,0 +1,407 @@
+//! Whole sweeps through the ROCm backend against the fake ROCm (tests/fake-rocm): the same
+//! dlopen path as real ROCm, a temp directory of symlinks named like ROCm's sonames pointing at
+//! one libfake_rocm.so, and a fault model that reproduces the seeds. The CSV must show each
+//! seed's failure with the right status, and the RDNA1 map must come out as seed 004's table.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Builds the fake once per test binary (release: its CPU convolutions stand in for a GPU) into
+/// its own target directory, so it never waits on the lock of the `cargo test` that runs us.
+fn fake_library() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let exe = PathBuf::from(env!("CARGO_BIN_EXE_rocsweep"));
+        let target = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("the binary lives in <target>/<profile>/")
+            .join("fake-rocm-build");
+        let o = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "fake-rocm", "--target-dir"])
+            .arg(&target)
+            .current_dir(ROOT)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "building the fake ROCm failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let lib = target.join("release/libfake_rocm.so");
+        assert!(lib.exists(), "{} was not built", lib.display());
+        lib
+    })
+}
+
+/// A directory that looks like one ROCm release's lib/: every soname the backend loads is a
+/// symlink to the fake, except those in `omit`.
+fn lib_dir(tmp: &Path, rocm_major: u32, omit: &[&str]) -> PathBuf {
+    let dir = tmp.join(format!("rocm{rocm_major}-lib"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (hipblaslt, rocblas) = match rocm_major {
+        5 => ("libhipblaslt.so.0", "librocblas.so.3"),
+        6 => ("libhipblaslt.so.0", "librocblas.so.4"),
+        _ => ("libhipblaslt.so.1", "librocblas.so.5"),
+    };
+    let mut names = vec![
+        format!("libamdhip64.so.{rocm_major}"),
+        "libMIOpen.so.1".to_string(),
+        hipblaslt.to_string(),
+        rocblas.to_string(),
+        "libhiprand.so.1".to_string(),
+    ];
+    if rocm_major >= 7 {
+        names.push("libhiprtc.so.7".into());
+    }
+    for n in names {
+        if !omit.iter().any(|o| n.starts_with(o)) {
+            std::os::unix::fs::symlink(fake_library(), dir.join(&n)).unwrap();
+        }
+    }
+    dir
+}
+
+fn model(name: &str) -> PathBuf {
+    PathBuf::from(format!("{ROOT}/tests/fake-rocm/models/{name}"))
+}
+
+/// A sweep file from sweeps/, with some text replaced (shorter limits for the fake's hangs).
+fn sweep(tmp: &Path, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let mut text = std::fs::read_to_string(format!("{ROOT}/sweeps/{name}")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{name} has no `{from}`");
+        text = text.replace(from, to);
+    }
+    let p = tmp.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+struct Run {
+    code: Option<i32>,
+    stderr: String,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn col(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {:?}", self.header))
+    }
+
+    /// (value of `key` columns joined by '/') -> status, for every row.
+    fn statuses(&self, keys: &[&str]) -> BTreeMap<String, Vec<String>> {
+        let st = self.col("status");
+        let idx: Vec<usize> = keys.iter().map(|k| self.col(k)).collect();
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in &self.rows {
+            let k = idx
+                .iter()
+                .map(|&i| r[i].as_str())
+                .collect::<Vec<_>>()
+                .join("/");
+            m.entry(k).or_default().push(r[st].clone());
+        }
+        m
+    }
+
+    fn manifest(&self) -> String {
+        std::fs::read_to_string(self.dir.join("manifest.json")).unwrap()
+    }
+}
+
+fn run(tmp: &Path, sweep: &Path, libs: &Path, model: &Path, extra: &[&str]) -> Run {
+    let dir = tmp.join(format!(
+        "run-{}",
+        sweep.file_stem().unwrap().to_string_lossy()
+    ));
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("run")
+        .arg(sweep)
+        .arg("--out")
+        .arg(&dir)
+        .arg("--rocm-lib-dir")
+        .arg(libs)
+        .args(["--quiet", "--no-report"])
+        .args(extra)
+        .env("FAKE_ROCM_MODEL", model)
+        .env_remove("ROCM_PATH")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let (header, rows) = rocsweep::results::csv::read(&dir.join("results.csv"))
+        .unwrap_or_else(|e| panic!("no results.csv ({e:?}); stderr:\n{stderr}"));
+    Run {
+        code: o.status.code(),
+        stderr,
+        header,
+        rows,
+        dir,
+    }
+}
+
+#[test]
+fn probe_through_the_fake_reports_versions_arch_and_libraries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 5, &[]);
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(["probe", "--backend", "rocm", "--rocm-lib-dir"])
+        .arg(&libs)
+        .env("FAKE_ROCM_MODEL", model("rdna1-rocm57.toml"))
+        .env("HSA_OVERRIDE_GFX_VERSION", "10.3.0")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("rocm: available"), "{out}");
+    assert!(
+        out.contains("AMD Radeon RX 5700 XT (gfx1010:xnack-)"),
+        "{out}"
+    );
+    assert!(out.contains("gcnArchName: gfx1010:xnack-"), "{out}");
+    assert!(out.contains("HIP runtime: 5.7."), "{out}");
+    assert!(out.contains("MIOpen: 2.20.0"), "{out}");
+    assert!(
+        out.contains("env HSA_OVERRIDE_GFX_VERSION: 10.3.0"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("{}/libamdhip64.so.5", libs.display())),
+        "the file the runtime came from: {out}"
+    );
+}
+
+#[test]
+fn the_smoke_sweep_is_clean_on_a_healthy_card_and_names_unknown_solvers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &[]);
+    let s = sweep(tmp.path(), "rocm-smoke.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &model("healthy.toml"), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let st = r.col("status");
+    let solver = r.col("solver");
+    assert!(!r.rows.is_empty());
+    for row in &r.rows {
+        assert_eq!(row[st], "ok", "{row:?}");
+    }
+    let solvers: std::collections::BTreeSet<&str> =
+        r.rows.iter().map(|row| row[solver].as_str()).collect();
+    for want in [
+        "ConvDirectNaiveConvFwd",
+        "ConvBinWinogradRxSf2x3",
+        "solver#9999",
+        "find",
+    ] {
+        assert!(solvers.contains(want), "{want} in {solvers:?}");
+    }
+    let m = r.manifest();
+    assert!(m.contains("gfx1100"), "{m}");
+    assert!(m.contains("MIOpen"), "{m}");
+}
+
+/// Seed 004: on gfx1010 with ROCm 5.7, MIOpen's find hangs for 16->32 above 32x32, 32->64 above
+/// 48x48, 64->128 above 64x64; 3->16 works at every size. The full grid must show exactly that.
+#[test]
+fn the_rdna1_map_comes_out_as_seed_004_says() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 5, &[]);
+    let s = sweep(
+        tmp.path(),
+        "rocm-rdna1-conv.toml",
+        &[("compile = 20", "compile = 1.5")],
+    );
+    let r = run(tmp.path(), &s, &libs, &model("rdna1-rocm57.toml"), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let map = r.statuses(&["c_in", "c_out", "h"]);
+    let phase = r.col("phase");
+    let mut hangs = 0;
+    for (key, statuses) in &map {
+        let v: Vec<usize> = key.split('/').map(|x| x.parse().unwrap()).collect();
+        let (c_in, h) = (v[0], v[2]);
+        let hangs_here = (c_in == 16 && h > 32) || (c_in == 32 && h > 48) || (c_in == 64 && h > 64);
+        let want = if hangs_here { "hang" } else { "ok" };
+        assert_eq!(statuses, &vec![want.to_string()], "{key}");
+        hangs += usize::from(hangs_here);
+    }
+    assert_eq!(map.len(), 20);
+    assert_eq!(hangs, 6);
+    // Hangs are recorded with the phase they hung in (MIOpen's find compiles the kernels).
+    let st = r.col("status");
+    for row in r.rows.iter().filter(|row| row[st] == "hang") {
+        assert_eq!(row[phase], "compile", "{row:?}");
+    }
+}
+
+/// Seeds 000-003 on gfx1151 (ROCm 7): each failure shows with its own status.
+#[test]
+fn strix_halo_seeds_are_each_detected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 7, &[]);
+    let m = model("strix-halo-rocm7.toml");
+
+    // Seed 002: bf16 -> f32 casts give zeros; the other conversions are exact.
+    let s = sweep(tmp.path(), "rocm-strix-halo-probes.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &m, &[]);
+    for (key, st) in r.statuses(&["from", "to"]) {
+        let want = if key == "bf16/f32" { "zeros" } else { "ok" };
+        assert!(st.iter().all(|s| s == want), "{key}: {st:?}");
+    }
+
+    // Seed 000: normals of a million or more come back as zeros.
+    let s = sweep(tmp.path(), "rocm-probe-rng.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &m, &[]);
+    for (key, st) in r.statuses(&["count"]) {
+        let want = if key.parse::<usize>().unwrap() >= 1 << 20 {
+            "zeros"
+        } else {
+            "ok"
+        };
+        assert!(st.iter().all(|s| s == want), "{key}: {st:?}");
+    }
+
+    // Seed 001: pageable host-to-device copies of 4 MiB and more arrive as zeros.
+    let s = sweep(tmp.path(), "rocm-probe-copy.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &m, &[]);
+    for (key, st) in r.statuses(&["direction", "memory", "bytes"]) {
+        let v: Vec<&str> = key.split('/').collect();
+        let bad = v[0] == "h2d" && v[1] == "pageable" && v[2].parse::<usize>().unwrap() >= 4 << 20;
+        let want = if bad { "zeros" } else { "ok" };
+        assert!(st.iter().all(|s| s == want), "{key}: {st:?}");
+    }
+
+    // Seed 003: replays after the first are stale (captured graphs only), and hipBLASLt says
+    // NOT_SUPPORTED for batched GEMMs while rocBLAS runs them.
+    let s = sweep(tmp.path(), "rocm-graph.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &m, &[]);
+    for (key, st) in r.statuses(&["solver"]) {
+        let want = if key == "stream-capture" {
+            "mismatch"
+        } else {
+            "ok"
+        };
+        assert!(st.iter().all(|s| s == want), "{key}: {st:?}");
+    }
+    let s = sweep(tmp.path(), "rocm-gemm.toml", &[]);
+    let r = run(tmp.path(), &s, &libs, &m, &[]);
+    let (st, solver, batch) = (r.col("status"), r.col("solver"), r.col("batch"));
+    let mut rocblas = 0;
+    for row in &r.rows {
+        let want = if row[solver].starts_with("hipblaslt") && row[batch] != "1" {
+            "unsupported"
+        } else {
+            "ok"
+        };
+        assert_eq!(row[st], want, "{row:?}");
+        rocblas += usize::from(row[solver] == "rocblas");
+    }
+    assert_eq!(rocblas, 12, "rocBLAS runs every case");
+}
+
+/// A solver that segfaults is a `crash` of its own unit; the next units run in a new worker.
+#[test]
+fn a_segfaulting_solver_is_a_crash_and_the_rest_of_the_sweep_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 7, &[]);
+    let s = sweep(tmp.path(), "rocm-smoke.toml", &[]);
+    let r = run(
+        tmp.path(),
+        &s,
+        &libs,
+        &model("strix-halo-rocm7.toml"),
+        &["--axis", "direction=fwd", "--axis", "dtype=f32"],
+    );
+    let (st, solver, err) = (r.col("status"), r.col("solver"), r.col("error"));
+    let mut crashes = 0;
+    for row in &r.rows {
+        if row[solver] == "ConvBinWinogradRxSf2x3" {
+            assert_eq!(row[st], "crash", "{row:?}");
+            assert!(row[err].contains("SIGSEGV"), "{row:?}");
+            crashes += 1;
+        } else {
+            assert_eq!(row[st], "ok", "{row:?}");
+        }
+    }
+    assert_eq!(crashes, 4, "one per case (2 sizes x 2 channel pairs)");
+}
+
+/// Without MIOpen the convolutions fail with a message naming the file looked for; nothing panics.
+#[test]
+fn a_missing_miopen_is_an_error_naming_the_library_and_where_it_was_looked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &["libMIOpen"]);
+    let s = sweep(tmp.path(), "rocm-smoke.toml", &[]);
+    let r = run(
+        tmp.path(),
+        &s,
+        &libs,
+        &model("healthy.toml"),
+        &["--axis", "direction=fwd", "--axis", "dtype=f32"],
+    );
+    let (st, err) = (r.col("status"), r.col("error"));
+    assert!(!r.rows.is_empty());
+    for row in &r.rows {
+        assert_eq!(row[st], "error", "{row:?}");
+        assert!(row[err].contains("LIBRARY_NOT_FOUND"), "{row:?}");
+        assert!(row[err].contains("libMIOpen.so.1"), "{row:?}");
+    }
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
+/// ROCm 5.x hipBLASLt takes the old type enums (hipblasDatatype_t, 150-series); the fake rejects
+/// the 6.x values in 5.x mode, so an `ok` GEMM here proves the backend picked the right set.
+#[test]
+fn hipblaslt_gets_the_type_enums_of_its_rocm_release() {
+    let tmp = tempfile::tempdir().unwrap();
+    let healthy = std::fs::read_to_string(model("healthy.toml")).unwrap();
+    let old = regex_free_replace_hip_version(&healthy, "5.7.31921");
+    let m = tmp.path().join("rocm57.toml");
+    std::fs::write(&m, old).unwrap();
+    let s = sweep(tmp.path(), "rocm-gemm.toml", &[]);
+    for (major, model) in [(5, m.clone()), (6, model("healthy.toml"))] {
+        let libs = lib_dir(tmp.path(), major, &[]);
+        let r = run(
+            tmp.path(),
+            &s,
+            &libs,
+            &model,
+            &["--axis", "dtype=f32", "--axis", "batch=1"],
+        );
+        let (st, solver) = (r.col("status"), r.col("solver"));
+        let lt: Vec<&Vec<String>> = r
+            .rows
+            .iter()
+            .filter(|row| row[solver].starts_with("hipblaslt#"))
+            .collect();
+        assert!(
+            !lt.is_empty(),
+            "ROCm {major}: the heuristic listed algorithms"
+        );
+        for row in lt {
+            assert_eq!(row[st], "ok", "ROCm {major}: {row:?}");
+        }
+        std::fs::remove_dir_all(&r.dir).unwrap();
+    }
+}
+
+fn regex_free_replace_hip_version(model: &str, version: &str) -> String {
+    model
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("hip =") || l.trim_start().starts_with("hip=") {
+                format!("hip = \"{version}\"")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
