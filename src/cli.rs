@@ -12,6 +12,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Directory searched first for ROCm's libraries (before $ROCM_PATH/lib, the loader's own
+    /// search path and /opt/rocm/lib).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub rocm_lib_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -139,8 +143,20 @@ pub enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
-    /// Say which backends and devices are present, with library versions.
-    Probe,
+    /// Say which backends and devices are present, with library versions. With --backend, only
+    /// that one, and the exit code says whether it can run here (0) or not (5).
+    Probe {
+        #[arg(long, value_parser = ["cpu", "cuda", "rocm"])]
+        backend: Option<String>,
+    },
+    /// Print MIOpen's solver table (id, name, algorithm); with a ROCm device and conv2d
+    /// parameters, which solvers MIOpen lists for that problem.
+    Solvers {
+        /// conv2d parameters as NAME=VALUE (e.g. c_in=16 c_out=32 h=64 direction=fwd); the
+        /// others take their defaults.
+        #[arg(value_name = "NAME=VALUE")]
+        params: Vec<String>,
+    },
     /// List the ops, their parameters (axes) with defaults, and their solvers.
     ListOps,
 }

@@ -50,7 +50,8 @@ pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
     if params.is_empty() {
         return Ok((s, true));
     }
-    let mut toml = String::from("name = \"solvers\"\nop = \"conv2d\"\nbackend = \"rocm\"\n[axes]\n");
+    let mut toml =
+        String::from("name = \"solvers\"\nop = \"conv2d\"\nbackend = \"rocm\"\n[axes]\n");
     for p in params {
         let Some((k, v)) = p.split_once('=') else {
             return Err(CmdError::BadInput(format!(
@@ -68,11 +69,19 @@ pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
     let case = match sweep.cases().next() {
         Some(Ok(c)) => c,
         Some(Err(e)) => return Err(CmdError::BadInput(format!("solvers: {e}"))),
-        None => return Err(CmdError::BadInput("solvers: the parameters form no case".into())),
+        None => {
+            return Err(CmdError::BadInput(
+                "solvers: the parameters form no case".into(),
+            ));
+        }
     };
     match backend::open("rocm") {
         Ok(b) => {
-            let _ = writeln!(s, "\nMIOpen lists for {}:", crate::op::canonical_text(OpKind::Conv2d, &case.values));
+            let _ = writeln!(
+                s,
+                "\nMIOpen lists for {}:",
+                crate::op::canonical_text(OpKind::Conv2d, &case.values)
+            );
             for name in b.solvers(&case.problem) {
                 let _ = writeln!(s, "  {name}");
             }

@@ -19,6 +19,15 @@ fn main() {
             std::process::exit(code);
         }
     };
+    if let Some(dir) = &cli.rocm_lib_dir {
+        if !dir.is_dir() {
+            eprintln!("error: --rocm-lib-dir {}: not a directory", dir.display());
+            std::process::exit(exit::BAD_INPUT);
+        }
+        // Workers inherit it, so the backend they open searches the same place.
+        // SAFETY: set once at start-up, before any thread is spawned.
+        unsafe { std::env::set_var(rocsweep::backend::rocm::loader::LIB_DIR_ENV, dir) };
+    }
     let code = match cli.command {
         Command::Run {
             sweep,
@@ -159,10 +168,26 @@ fn main() {
             }
         }
         Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
-        Command::Probe => {
-            print!("{}", rocsweep::commands::probe_text());
-            exit::OK
+        Command::Probe { backend } => {
+            let (text, available) = rocsweep::commands::probe_text(backend.as_deref());
+            print!("{text}");
+            if available {
+                exit::OK
+            } else {
+                exit::BACKEND_UNAVAILABLE
+            }
         }
+        Command::Solvers { params } => match rocsweep::commands::solvers_text(&params) {
+            Ok((text, complete)) => {
+                print!("{text}");
+                if complete {
+                    exit::OK
+                } else {
+                    exit::BACKEND_UNAVAILABLE
+                }
+            }
+            Err(e) => report(e),
+        },
         Command::ListOps => {
             print!("{}", rocsweep::commands::list_ops_text());
             exit::OK
