@@ -58,6 +58,10 @@ pub enum Command {
         /// Do not write the report (plots, report.html, summary.md) at the end of the run.
         #[arg(long)]
         no_report: bool,
+        /// Let workers use the user's own library caches (MIOpen's user DB and kernel cache)
+        /// instead of one per env combination under RUN_DIR/caches/.
+        #[arg(long)]
+        shared_caches: bool,
         /// Run only shard I of N (1-based: 1/4 .. 4/4): every N-th (case, env combination) of
         /// the plan. `rocsweep merge` joins the shards' run directories.
         #[arg(long, value_name = "I/N", value_parser = crate::exec::shard::Shard::parse,

@@ -42,6 +42,7 @@ fn main() {
             resume,
             retry_interrupted,
             no_report,
+            shared_caches,
             shard,
             shard_from_env,
             shard_count,
@@ -72,6 +73,7 @@ fn main() {
                 along,
                 confirm,
                 confirm_seed,
+                shared_caches,
             };
             let result = run::run(&opts);
             if let Ok(run::RunReport { dir: Some(dir), .. }) = &result

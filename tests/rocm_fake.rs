@@ -405,3 +405,49 @@ fn regex_free_replace_hip_version(model: &str, version: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// MIOpen's user DB and kernel cache live in the run directory, one pair per env combination,
+/// so one combination's tuning never reaches another; compile times are recorded cold and warm.
+#[test]
+fn each_env_combination_gets_its_own_miopen_caches_and_compile_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &[]);
+    let s = tmp.path().join("caches.toml");
+    std::fs::write(
+        &s,
+        "name = \"caches\"\nop = \"conv2d\"\nbackend = \"rocm\"\n[axes]\nn = 1\nc_in = 3\nc_out = 16\nh = 16\n\
+         solver = [\"ConvDirectNaiveConvFwd\", \"find\"]\n[env_axes]\nMIOPEN_FIND_MODE = [\"1\", \"2\"]\n\
+         [timing]\nmin_samples = 1\nmax_time = 0.01\n",
+    )
+    .unwrap();
+    let r = run(tmp.path(), &s, &libs, &model("healthy.toml"), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let combos: Vec<_> = std::fs::read_dir(r.dir.join("caches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(combos.len(), 2, "{combos:?}");
+    for c in &combos {
+        assert!(c.join("miopen-user-db").is_dir(), "{}", c.display());
+        assert!(c.join("miopen-cache").is_dir(), "{}", c.display());
+    }
+    let (st, solver, cold, warm) = (
+        r.col("status"),
+        r.col("solver"),
+        r.col("compile_ms"),
+        r.col("compile_warm_ms"),
+    );
+    assert_eq!(r.rows.len(), 4);
+    for row in &r.rows {
+        assert_eq!(row[st], "ok", "{row:?}");
+        assert!(row[cold].parse::<f64>().unwrap() >= 0.0, "{row:?}");
+        // Find compiles inside its search: there is no second, warm compile to time.
+        assert_eq!(row[warm].is_empty(), row[solver] == "find", "{row:?}");
+    }
+
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let r = run(&shared, &s, &libs, &model("healthy.toml"), &["--shared-caches"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.dir.join("caches").exists(), "--shared-caches leaves the user's caches in use");
+}

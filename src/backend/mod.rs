@@ -114,6 +114,19 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     v
 }
 
+/// Variables naming a library's on-disk caches, with the subdirectory each gets per env
+/// combination (see `exec::handle::WorkerSpec::cache_root`): MIOpen's user find-db and its
+/// compiled-kernel cache, so one combination's tuning never leaks into another's timings.
+pub fn isolated_cache_vars(backend: &str) -> &'static [(&'static str, &'static str)] {
+    match backend {
+        "rocm" | "auto" => &[
+            ("MIOPEN_USER_DB_PATH", "miopen-user-db"),
+            ("MIOPEN_CUSTOM_CACHE_DIR", "miopen-cache"),
+        ],
+        _ => &[],
+    }
+}
+
 /// Backend names this build carries, and whether each is implemented yet.
 pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", true)];
 

@@ -40,6 +40,35 @@ pub struct WorkerSpec {
     pub extra_env: Vec<(String, String)>,
     /// Prefix of this spec's worker log names (`dev1-`), so several pools share `workers/`.
     pub tag: String,
+    /// Per-combination cache directories: each (VAR, subdir) is set to
+    /// `cache_root/<hash of the combination>/<subdir>` unless the combination sets VAR itself,
+    /// so combinations do not share (and leak through) a library's on-disk caches.
+    pub cache_root: Option<PathBuf>,
+    pub cache_vars: Vec<(String, String)>,
+}
+
+/// The cache directory of one env combination for one variable (see `WorkerSpec::cache_root`).
+pub fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> PathBuf {
+    let text = serde_json::to_string(env).unwrap_or_default();
+    let key = if env.is_empty() {
+        "default".to_string()
+    } else {
+        crate::op::short_hash(text.as_bytes())
+    };
+    root.join(key).join(subdir)
+}
+
+/// Creates the cache directories of one env combination (see `WorkerSpec::cache_root`).
+pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io::Result<()> {
+    let Some(root) = &spec.cache_root else {
+        return Ok(());
+    };
+    for (var, sub) in &spec.cache_vars {
+        if !env.iter().any(|(k, _)| k == var) {
+            std::fs::create_dir_all(combo_cache_dir(root, env, sub))?;
+        }
+    }
+    Ok(())
 }
 
 impl WorkerHandle {
@@ -61,6 +90,20 @@ impl WorkerHandle {
             .process_group(0);
         for (k, v) in &spec.extra_env {
             cmd.env(k, v);
+        }
+        if let Some(root) = &spec.cache_root {
+            for (var, sub) in &spec.cache_vars {
+                if env.iter().any(|(k, _)| k == var) {
+                    continue;
+                }
+                let dir = combo_cache_dir(root, env, sub);
+                // The run directory exists once published; the library creates the directory
+                // itself for a worker started before that.
+                if root.parent().is_some_and(Path::exists) {
+                    std::fs::create_dir_all(&dir)?;
+                }
+                cmd.env(var, &dir);
+            }
         }
         for (k, v) in env {
             cmd.env(k, v);

@@ -56,6 +56,9 @@ pub struct RunOptions {
     pub along: Option<String>,
     pub confirm: u64,
     pub confirm_seed: Option<u64>,
+    /// `--shared-caches`: workers use the user's own library caches (MIOpen's user DB and kernel
+    /// cache) instead of one per env combination inside the run directory.
+    pub shared_caches: bool,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
@@ -242,6 +245,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let spec = WorkerSpec {
         exe,
         backend: backend_name.clone(),
+        cache_root: (!opts.shared_caches).then(|| dir.join("caches")),
+        cache_vars: crate::backend::isolated_cache_vars(&backend_name)
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
         ..WorkerSpec::default()
     };
     let first = Env {
@@ -315,6 +323,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         lock_file = Some(lock(&dir)?);
     }
     let _lock = lock_file;
+    // Every combination's cache directories exist from the start (workers started before the
+    // run directory was published could not create theirs).
+    for c in &combos {
+        super::handle::create_cache_dirs(&spec, &c.vars)
+            .map_err(|e| io("creating the per-combination cache directories", e))?;
+    }
 
     // What is already done: rows in results.csv (repaired) and units the journal finished.
     let csv_path = dir.join("results.csv");

@@ -31,6 +31,12 @@ pub struct Outcome {
     pub reference: String,
     pub verification: Option<Verification>,
     pub first_call_s: Option<f64>,
+    /// Compiling the solver before its first run with an empty cache (MIOpen: its own cache per
+    /// env combination), and once more with the cache warm.
+    #[serde(default)]
+    pub compile_s: Option<f64>,
+    #[serde(default)]
+    pub compile_warm_s: Option<f64>,
     pub stats: Option<Stats>,
     pub workspace_bytes: u64,
     pub wall_s: f64,
@@ -45,6 +51,8 @@ impl Outcome {
             reference: String::new(),
             verification: None,
             first_call_s: None,
+            compile_s: None,
+            compile_warm_s: None,
             stats: None,
             workspace_bytes: 0,
             wall_s: 0.0,
@@ -128,6 +136,11 @@ fn run_inner(
         reference: String::new(),
         verification: None,
         first_call_s: Some(first_call_s),
+        compile_s: prepared.compile_seconds().map(|c| c.0),
+        compile_warm_s: prepared
+            .compile_seconds()
+            .map(|c| c.1)
+            .filter(|w| w.is_finite()),
         stats: None,
         workspace_bytes: prepared.workspace_bytes(),
         wall_s: 0.0,

@@ -27,6 +27,8 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "zero_frac",
     "nonfinite",
     "first_call_ms",
+    "compile_ms",
+    "compile_warm_ms",
     "median_ms",
     "p10_ms",
     "p90_ms",
@@ -43,7 +45,7 @@ pub const FIXED_COLUMNS: &[&str] = &[
 
 /// Columns newer than some run directories: a results.csv without them still loads (they read as
 /// empty) and is upgraded when such a run is resumed.
-pub const OPTIONAL_COLUMNS: &[&str] = &["device_index"];
+pub const OPTIONAL_COLUMNS: &[&str] = &["device_index", "compile_ms", "compile_warm_ms"];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it
 /// was written without.
@@ -116,6 +118,8 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         m.map(|m| format!("{:.6}", m.zero_frac)).unwrap_or_default(),
         m.map(|m| m.nonfinite.to_string()).unwrap_or_default(),
         ms(out.first_call_s),
+        ms(out.compile_s),
+        ms(out.compile_warm_s),
         ms(st.map(|s| s.median)),
         ms(st.map(|s| s.p10)),
         ms(st.map(|s| s.p90)),
