@@ -451,3 +451,44 @@ fn each_env_combination_gets_its_own_miopen_caches_and_compile_times() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!r.dir.join("caches").exists(), "--shared-caches leaves the user's caches in use");
 }
+
+/// `rocsweep solvers` prints the id table, and with a device the solvers MIOpen lists for a
+/// problem (unknown ids as solver#<id>); MIOPEN_DEBUG_CONV_* switches hide disabled algorithms.
+#[test]
+fn solvers_lists_the_table_and_the_problems_solutions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &[]);
+    let solvers = |env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));
+        c.args(["solvers", "c_in=16", "c_out=32", "h=64", "direction=fwd", "--rocm-lib-dir"])
+            .arg(&libs)
+            .env("FAKE_ROCM_MODEL", model("healthy.toml"));
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = solvers(&[]);
+    assert!(out.contains("   53  ConvBinWinogradRxSf2x3"), "{out}");
+    let listed = out.split("MIOpen lists for").nth(1).unwrap_or_default();
+    for want in ["ConvDirectNaiveConvFwd", "ConvBinWinogradRxSf2x3", "GemmFwdRest", "solver#9999", "find"] {
+        assert!(listed.contains(want), "{want}: {out}");
+    }
+    let out = solvers(&[("MIOPEN_DEBUG_CONV_WINOGRAD", "0")]);
+    let listed = out.split("MIOpen lists for").nth(1).unwrap_or_default();
+    assert!(!listed.contains("ConvBinWinogradRxSf2x3"), "{out}");
+    assert!(listed.contains("GemmFwdRest"), "{out}");
+
+    // Without a device (Debian's real HIP or no HIP at all) the table still prints; exit 5.
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(["solvers", "c_in=16", "--rocm-lib-dir"])
+        .arg(tmp.path())
+        .env("ROCM_PATH", tmp.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(5), "{out}");
+    assert!(out.contains("ConvBinWinogradRxSf2x3") && out.contains("no ROCm device"), "{out}");
+}
