@@ -339,11 +339,13 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .map_err(|e| io("repairing results.csv", e))?
         .into_iter()
         .collect();
-    if resuming {
-        // A run begun by an earlier version has fewer columns; new rows must match its header.
+    // A run begun by an earlier version has fewer columns; new rows must match its header.
+    let old_header = if resuming {
         rcsv::upgrade(&csv_path, sweep.op)
-            .map_err(|e| io("upgrading results.csv to this version's columns", e))?;
-    }
+            .map_err(|e| io("upgrading results.csv to this version's columns", e))?
+    } else {
+        rcsv::header(sweep.op)
+    };
     let mut retry: HashSet<String> = HashSet::new();
     if resuming {
         // Inferred rows are recomputed from the measured ones (strategy_run.rs).
@@ -368,7 +370,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     // Units in `retry` are neither done nor unfinished: they simply run.
     for (id, row) in &state.finished {
         if !in_csv.contains(id) && !row.is_empty() && !retry.contains(id) {
-            csv.append(&rcsv::upgrade_journal_row(sweep.op, row))
+            csv.append(&rcsv::upgrade_journal_row(sweep.op, &old_header, row))
                 .map_err(|e| io("restoring a row to results.csv", e))?;
             in_csv.insert(id.clone());
         }

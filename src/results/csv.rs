@@ -332,33 +332,28 @@ pub fn upgrade_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<
         .collect()
 }
 
-/// The header an older rocsweep wrote for `op` (without the optional columns).
-fn legacy_header(op: OpKind) -> Vec<String> {
-    header(op)
-        .into_iter()
-        .filter(|c| !OPTIONAL_COLUMNS.contains(&c.as_str()))
-        .collect()
-}
-
-/// A journal row written by an older rocsweep (shorter by the optional columns), in the current
-/// layout; other rows are returned as they are.
-pub fn upgrade_journal_row(op: OpKind, row: &[String]) -> Vec<String> {
-    let legacy = legacy_header(op);
-    if row.len() == legacy.len() && legacy.len() != header(op).len() {
-        upgrade_row(op, &legacy, row).unwrap_or_else(|| row.to_vec())
+/// A journal row, written in the layout of `old_header` (results.csv's header before `upgrade`)
+/// or already in the current one, in the current layout; a row of neither length is returned as
+/// it is (`repair` drops it if it does not fit).
+pub fn upgrade_journal_row(op: OpKind, old_header: &[String], row: &[String]) -> Vec<String> {
+    if row.len() != header(op).len() && row.len() == old_header.len() {
+        upgrade_row(op, old_header, row).unwrap_or_else(|| row.to_vec())
     } else {
         row.to_vec()
     }
 }
 
-/// Rewrites (atomically) a results.csv written without the optional columns in the current
-/// layout, so a resumed run appends rows that match its header. Run after `repair`.
-pub fn upgrade(path: &Path, op: OpKind) -> std::io::Result<()> {
+/// Rewrites (atomically) a results.csv written by an earlier version, without some optional
+/// columns, in the current layout, so a resumed run appends rows that match its header. Returns
+/// the header the file had. Run after `repair`.
+pub fn upgrade(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
     let (header, rows) = read(path).map_err(std::io::Error::other)?;
-    if header == self::header(op) {
-        return Ok(());
+    let want = self::header(op);
+    if header == want {
+        return Ok(header);
     }
-    if header != legacy_header(op) {
+    let known = header.iter().all(|h| want.contains(h));
+    if !known || header.len() != fixed_columns_of(&header).len() + op.params().len() {
         return Err(std::io::Error::other(format!(
             "{}: the header is neither this version's nor an earlier one's for {}",
             path.display(),
@@ -367,9 +362,14 @@ pub fn upgrade(path: &Path, op: OpKind) -> std::io::Result<()> {
     }
     let mut upgraded = Vec::with_capacity(rows.len());
     for r in &rows {
-        let r = upgrade_row(op, &header, r)
-            .ok_or_else(|| std::io::Error::other("a row could not be upgraded"))?;
+        let r = upgrade_row(op, &header, r).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "{}: a column this version needs is missing",
+                path.display()
+            ))
+        })?;
         upgraded.push(csv::StringRecord::from(r));
     }
-    rewrite(path, &self::header(op), &upgraded)
+    rewrite(path, &want, &upgraded)?;
+    Ok(header)
 }
