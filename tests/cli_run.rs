@@ -174,7 +174,7 @@ fn product_over_the_cap_needs_force() {
 }
 
 #[test]
-fn unimplemented_backend_is_a_clear_error() {
+fn a_backend_that_cannot_run_here_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = bin()
@@ -188,8 +188,15 @@ fn unimplemented_backend_is_a_clear_error() {
         .arg(&out)
         .output()
         .unwrap();
+    // No AMD GPU on the machines this runs on: either Debian's HIP runtime loads and finds no
+    // device, or no HIP runtime is installed at all. Both are named; nothing is written.
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("backend `rocm` is not implemented"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no AMD GPU is present")
+            || err.contains("HIP runtime (libamdhip64) not found; looked for"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
