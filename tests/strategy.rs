@@ -414,3 +414,42 @@ fn an_interrupted_or_killed_strategy_run_resumes_without_measuring_any_unit_twic
         }
     }
 }
+
+#[test]
+fn an_unhealthy_device_stops_a_bisect_run_and_a_resume_finishes_the_map() {
+    let _serial = serial();
+    let grid = grid_map();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path());
+    let out = tmp.path().join("unhealthy");
+    // The first hang's health probe segfaults: the device is declared unhealthy.
+    let fault = format!("{SEED_004};probe:segv@run");
+    let o = run(&s, &out, &fault, &["--strategy", "bisect"]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = rows(&out);
+    assert_eq!(r.len(), 48, "every unit has a row");
+    assert_eq!(count(&r, "hang"), 1);
+    assert!(count(&r, "skipped") > 0);
+    assert!(
+        r.iter()
+            .filter(|r| r["status"] == "skipped")
+            .all(|r| r["error"] == "device-unhealthy")
+    );
+    let o = bin()
+        .args(["run", "--quiet", "--no-report", "--resume"])
+        .arg(&out)
+        .env("ROCSWEEP_TEST_FAULT", SEED_004)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(
+        &map(&rows(&out)),
+        grid,
+        "the grid's map once the device is back"
+    );
+}

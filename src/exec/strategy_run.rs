@@ -428,15 +428,17 @@ impl Runner<'_, '_> {
     fn expand(&mut self, entries: Vec<Entry>) -> std::io::Result<Vec<Line>> {
         for (ci, (env, key, case)) in entries.into_iter().enumerate() {
             self.cases.push(case);
-            if self.stopped.is_some() {
-                continue;
-            }
-            if self.interrupted() {
+            if self.stopped.is_none() && self.interrupted() {
                 self.stopped = Some(Stop::Interrupted);
+            }
+            if self.stopped == Some(Stop::Interrupted) {
                 continue;
             }
             let case = &self.cases[ci];
-            let solvers = if case.solver != "all" {
+            // With the device unhealthy, a `solver = "all"` case is one unit (solver `all`) that
+            // is recorded `skipped`, as in a grid run.
+            let unhealthy = self.stopped == Some(Stop::DeviceUnhealthy);
+            let solvers = if case.solver != "all" || unhealthy {
                 vec![case.solver.clone()]
             } else {
                 let all_id = unit_id(&case.id, "all", &key);
