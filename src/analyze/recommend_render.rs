@@ -102,6 +102,16 @@ pub fn markdown(r: &Recommendation) -> String {
         "Fewest failures (hang, crash, mismatch, zeros, nonfinite, error) first, then the most `ok` units, \
          then the geometric mean throughput over the units that are ok in every combination.\n\n",
     );
+    let inferred = r
+        .combos
+        .iter()
+        .any(|c| c.count(Status::InferredOk) + c.count(Status::InferredFail) > 0);
+    if inferred {
+        s.push_str(
+            "Units a boundary search inferred instead of running (`--strategy bisect`) count as \
+             what they were inferred to be: `inferred-fail` as a failure, `inferred-ok` as ok.\n\n",
+        );
+    }
     let metric = r.metric.unwrap_or("throughput");
     let _ = writeln!(
         s,
