@@ -428,10 +428,14 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     }
     s.push_str("```\n");
 
-    let hang_note = if row.status == Status::Hang {
-        "\nIt hung under rocsweep; run it as `timeout -s KILL 600 <command>` so the shell comes back.\n"
-    } else {
-        ""
+    let hang_note = match row.status {
+        Status::Hang => {
+            "\nIt hung under rocsweep; run it as `timeout -s KILL 600 <command>` so the shell comes back.\n"
+        }
+        Status::InferredFail => {
+            "\nrocsweep inferred (did not see) that it hangs or crashes; run it as `timeout -s KILL 600 <command>` so the shell comes back.\n"
+        }
+        _ => "",
     };
     match op {
         Some(OpKind::Conv2d) => {
