@@ -447,9 +447,18 @@ fn each_env_combination_gets_its_own_miopen_caches_and_compile_times() {
 
     let shared = tmp.path().join("shared");
     std::fs::create_dir_all(&shared).unwrap();
-    let r = run(&shared, &s, &libs, &model("healthy.toml"), &["--shared-caches"]);
+    let r = run(
+        &shared,
+        &s,
+        &libs,
+        &model("healthy.toml"),
+        &["--shared-caches"],
+    );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(!r.dir.join("caches").exists(), "--shared-caches leaves the user's caches in use");
+    assert!(
+        !r.dir.join("caches").exists(),
+        "--shared-caches leaves the user's caches in use"
+    );
 }
 
 /// `rocsweep solvers` prints the id table, and with a device the solvers MIOpen lists for a
@@ -460,20 +469,38 @@ fn solvers_lists_the_table_and_the_problems_solutions() {
     let libs = lib_dir(tmp.path(), 6, &[]);
     let solvers = |env: &[(&str, &str)]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));
-        c.args(["solvers", "c_in=16", "c_out=32", "h=64", "direction=fwd", "--rocm-lib-dir"])
-            .arg(&libs)
-            .env("FAKE_ROCM_MODEL", model("healthy.toml"));
+        c.args([
+            "solvers",
+            "c_in=16",
+            "c_out=32",
+            "h=64",
+            "direction=fwd",
+            "--rocm-lib-dir",
+        ])
+        .arg(&libs)
+        .env("FAKE_ROCM_MODEL", model("healthy.toml"));
         for (k, v) in env {
             c.env(k, v);
         }
         let o = c.output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let out = solvers(&[]);
     assert!(out.contains("   53  ConvBinWinogradRxSf2x3"), "{out}");
     let listed = out.split("MIOpen lists for").nth(1).unwrap_or_default();
-    for want in ["ConvDirectNaiveConvFwd", "ConvBinWinogradRxSf2x3", "GemmFwdRest", "solver#9999", "find"] {
+    for want in [
+        "ConvDirectNaiveConvFwd",
+        "ConvBinWinogradRxSf2x3",
+        "GemmFwdRest",
+        "solver#9999",
+        "find",
+    ] {
         assert!(listed.contains(want), "{want}: {out}");
     }
     let out = solvers(&[("MIOPEN_DEBUG_CONV_WINOGRAD", "0")]);
@@ -490,5 +517,8 @@ fn solvers_lists_the_table_and_the_problems_solutions() {
         .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(5), "{out}");
-    assert!(out.contains("ConvBinWinogradRxSf2x3") && out.contains("no ROCm device"), "{out}");
+    assert!(
+        out.contains("ConvBinWinogradRxSf2x3") && out.contains("no ROCm device"),
+        "{out}"
+    );
 }

@@ -9,7 +9,7 @@ use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, Layout};
 use crate::tensor::HostData;
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
+use std::rc::Rc;
 
 const PRELUDE: &str = include_str!("../../../kernels/prelude.h");
 const CAST: &str = include_str!("../../../kernels/cast.cu");
@@ -17,7 +17,7 @@ const CONV_REF: &str = include_str!("../../../kernels/conv_ref.cu");
 
 #[derive(Clone)]
 pub struct Kernels {
-    module: Arc<Module>,
+    module: Rc<Module>,
 }
 
 pub fn name(d: DType) -> &'static str {
@@ -37,7 +37,7 @@ impl Kernels {
         let code = rtc.compile(&src, "rocsweep_kernels.hip", arch)?;
         let module = Module::load(&dev.hip, &code)?;
         Ok(Kernels {
-            module: Arc::new(module),
+            module: Rc::new(module),
         })
     }
 

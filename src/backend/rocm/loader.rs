@@ -116,7 +116,7 @@ macro_rules! api {
 pub(crate) use api;
 
 /// A C string returned by a library (error names, version strings), or a placeholder.
-pub fn c_str(p: *const std::ffi::c_char) -> String {
+pub(crate) fn c_str(p: *const std::ffi::c_char) -> String {
     if p.is_null() {
         return "(null)".into();
     }

@@ -47,7 +47,7 @@ pub struct Dev {
     pub stream: Stream,
 }
 
-pub type DevRef = Arc<Dev>;
+pub type DevRef = std::rc::Rc<Dev>;
 
 /// A library that loaded, or the message saying why not.
 type Lib<T> = Result<T, String>;
@@ -236,7 +236,7 @@ fn init_device(hip: &Hip) -> Result<i32, String> {
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
         let hip = Hip::load()?;
-        init_device(&hip)?;
+        let count = init_device(&hip)?;
         // SAFETY: device 0 exists (count > 0).
         let rc = unsafe { (hip.api.hipSetDevice)(0) };
         if rc != 0 {
@@ -247,11 +247,13 @@ impl RocmBackend {
         let facts = hip::device_facts(&hip, 0);
         let mut info = probe_with(&hip, &libs);
         info.devices = vec![format!("{} ({})", facts.name, facts.arch)];
+        // Counted under HIP_VISIBLE_DEVICES, as the devices `--devices` picks from are.
+        info.device_count = usize::try_from(count).unwrap_or(0);
         info.available = true;
         // hipRTC wants the bare target (gfx1010), not the feature suffix (gfx1010:xnack-).
         let arch = facts.arch.split(':').next().unwrap_or_default().to_string();
         Ok(RocmBackend {
-            dev: Arc::new(Dev { hip, stream }),
+            dev: std::rc::Rc::new(Dev { hip, stream }),
             libs,
             info,
             arch,
@@ -297,6 +299,7 @@ fn probe_with(hip: &Hip, libs: &Libs) -> BackendInfo {
         available: true,
         missing: None,
         devices: Vec::new(),
+        device_count: 0,
         versions,
     }
 }
