@@ -1,14 +1,13 @@
-//! Hangs and wall time of `run --strategy grid|prune|bisect` on a seed-004-like fault model
-//! (RDNA1: 16->32 channels hang above 32x32, 32->64 above 48x48, 64->128 above 64x64), with
-//! real worker processes on the CPU backend. Before timing, one run of each prints its hang
+//! Hangs and wall time of `run --strategy grid|prune|bisect` on the fake ROCm's RDNA1 model
+//! (seed 004: 16->32 channels hang above 32x32, 32->64 above 48x48, 64->128 above 64x64), with
+//! real worker processes on the ROCm backend loading tests/fake-rocm. Before timing, one run of each prints its hang
 //! count, whether its map equals the grid's, and a 20-unit confirmation of bisect.
 //!
 //! Target: bisect reproduces the grid's map with at most 1/3 of its hangs, and a confirmation
 //! pass over 20 inferred units finds no disagreement.
 //!
-//! The model is one function (`model`): swap it for another fault model (e.g. the fake ROCm
-//! library's RDNA1 model: a `backend = "rocm"` sweep and the variables that load the fake
-//! library) and everything else stays.
+//! The model is one function (`model`): swap it for another fault model (e.g. the CPU backend
+//! with ROCSWEEP_TEST_FAULT rules) and everything else stays.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rocsweep::exec::run::{RunOptions, run};
@@ -26,20 +25,59 @@ struct Model {
     along: &'static str,
 }
 
-/// Seed 004's table through the test-only fault switch: 4 channel pairs x 16 sizes (8..=128),
-/// 1x1 convolutions with batch 1 and no timing, so only the hangs take time (0.3 s limit).
-fn model() -> Model {
+/// Builds the fake ROCm library (tests/fake-rocm) once and makes a directory that looks like a
+/// ROCm 5.7 lib/ (symlinks with ROCm's sonames pointing at it).
+fn fake_rocm_lib_dir(tmp: &Path) -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_rocsweep"));
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("the binary lives in <target>/<profile>/"))
+        .join("fake-rocm-build");
+    let o = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "fake-rocm", "--target-dir"])
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lib = target.join("release/libfake_rocm.so");
+    let dir = tmp.join("rocm57-lib");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    for n in [
+        "libamdhip64.so.5",
+        "libMIOpen.so.1",
+        "libhipblaslt.so.0",
+        "librocblas.so.3",
+        "libhiprand.so.1",
+    ] {
+        std::os::unix::fs::symlink(&lib, dir.join(n)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    dir
+}
+
+/// Seed 004's table as the fake ROCm's RDNA1 model (tests/fake-rocm/models/rdna1-rocm57.toml:
+/// MIOpen's find hangs, as a real infinite loop, for 16->32 above 32x32, 32->64 above 48x48,
+/// 64->128 above 64x64) under sweeps/rocm-rdna1-conv.toml (4 channel pairs x 11 sizes), through
+/// the ROCm backend's real dlopen path. Limits are cut to 0.3 s so only hangs take time.
+fn model(tmp: &Path) -> Model {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let text = std::fs::read_to_string(format!("{root}/sweeps/rocm-rdna1-conv.toml"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .replace("compile = 20", "compile = 0.3\ngrace = 0.2");
     Model {
-        name: "seed004-cpu-fault-switch",
-        sweep: "name = \"s004\"\nop = \"conv2d\"\nbackend = \"cpu\"\n\
-                [axes]\nn = 1\nkernel = 1\npad = 0\nh = \"range(8..=128, step=8)\"\n\
-                [zip.channels]\nc_in = [3, 16, 32, 64]\nc_out = [16, 32, 64, 128]\n\
-                [timing]\nenabled = false\n[limits]\nrun = 0.3\ngrace = 0.2\n"
-            .to_string(),
-        env: vec![(
-            "ROCSWEEP_TEST_FAULT",
-            "c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run".to_string(),
-        )],
+        name: "fake-rocm rdna1-rocm57 (seed 004)",
+        sweep: text,
+        env: vec![
+            (
+                "FAKE_ROCM_MODEL",
+                format!("{root}/tests/fake-rocm/models/rdna1-rocm57.toml"),
+            ),
+            (
+                "ROCSWEEP_ROCM_LIB_DIR",
+                fake_rocm_lib_dir(tmp).display().to_string(),
+            ),
+        ],
         along: "h",
     }
 }
@@ -125,12 +163,12 @@ fn once(m: &Model, sweep: &Path, out: PathBuf, kind: Kind, confirm: u64) -> Outc
 }
 
 fn bench(c: &mut Criterion) {
-    let m = model();
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let m = model(tmp.path());
     for (k, v) in &m.env {
         // SAFETY: set before any thread of this bench reads the environment; workers inherit it.
         unsafe { std::env::set_var(k, v) };
     }
-    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let sweep = tmp.path().join("model.toml");
     std::fs::write(&sweep, &m.sweep).unwrap_or_else(|e| panic!("{e}"));
 

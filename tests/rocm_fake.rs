@@ -209,20 +209,23 @@ fn the_smoke_sweep_is_clean_on_a_healthy_card_and_names_unknown_solvers() {
 }
 
 /// Seed 004: on gfx1010 with ROCm 5.7, MIOpen's find hangs for 16->32 above 32x32, 32->64 above
-/// 48x48, 64->128 above 64x64; 3->16 works at every size. The full grid must show exactly that.
+/// 48x48, 64->128 above 64x64; 3->16 works at every size. The full grid must show exactly that;
+/// bisect must draw the same map with at most a third of the grid's hangs, and a confirmation
+/// pass over 20 inferred cells must find no disagreement (issue #7's target, on this model).
 #[test]
-fn the_rdna1_map_comes_out_as_seed_004_says() {
+fn the_rdna1_map_comes_out_as_seed_004_says_and_bisect_draws_it_with_a_third_of_the_hangs() {
     let tmp = tempfile::tempdir().unwrap();
     let libs = lib_dir(tmp.path(), 5, &[]);
     let s = sweep(
         tmp.path(),
         "rocm-rdna1-conv.toml",
-        &[("compile = 20", "compile = 1.5")],
+        &[("compile = 20", "compile = 1.0")],
     );
-    let r = run(tmp.path(), &s, &libs, &model("rdna1-rocm57.toml"), &[]);
-    assert_eq!(r.code, Some(0), "{}", r.stderr);
-    let map = r.statuses(&["c_in", "c_out", "h"]);
-    let phase = r.col("phase");
+    let m = model("rdna1-rocm57.toml");
+    let grid = run(tmp.path(), &s, &libs, &m, &[]);
+    assert_eq!(grid.code, Some(0), "{}", grid.stderr);
+    let map = grid.statuses(&["c_in", "c_out", "h"]);
+    let phase = grid.col("phase");
     let mut hangs = 0;
     for (key, statuses) in &map {
         let v: Vec<usize> = key.split('/').map(|x| x.parse().unwrap()).collect();
@@ -232,13 +235,61 @@ fn the_rdna1_map_comes_out_as_seed_004_says() {
         assert_eq!(statuses, &vec![want.to_string()], "{key}");
         hangs += usize::from(hangs_here);
     }
-    assert_eq!(map.len(), 20);
-    assert_eq!(hangs, 6);
+    assert_eq!(map.len(), 44);
+    assert_eq!(hangs, 18);
     // Hangs are recorded with the phase they hung in (MIOpen's find compiles the kernels).
-    let st = r.col("status");
-    for row in r.rows.iter().filter(|row| row[st] == "hang") {
+    let st = grid.col("status");
+    for row in grid.rows.iter().filter(|row| row[st] == "hang") {
         assert_eq!(row[phase], "compile", "{row:?}");
     }
+
+    let bdir = tmp.path().join("bisect");
+    std::fs::create_dir_all(&bdir).unwrap();
+    let b = run(
+        &bdir,
+        &s,
+        &libs,
+        &m,
+        &["--strategy", "bisect", "--along", "h"],
+    );
+    assert_eq!(b.code, Some(0), "{}", b.stderr);
+    let class = |st: &str| match st {
+        "ok" | "inferred-ok" => "ok",
+        "hang" | "inferred-fail" => "fail",
+        other => panic!("unexpected status {other}"),
+    };
+    let bmap = b.statuses(&["c_in", "c_out", "h"]);
+    let mut measured_hangs = 0;
+    for (key, st) in &bmap {
+        assert_eq!(class(&st[0]), class(&map[key][0]), "{key}: bisect {st:?}");
+        measured_hangs += usize::from(st[0] == "hang");
+    }
+    assert_eq!(bmap.len(), 44);
+    assert!(
+        measured_hangs * 3 <= hangs,
+        "bisect hung {measured_hangs} times, the grid {hangs}"
+    );
+    eprintln!("RDNA1 map: grid {hangs} hangs, bisect {measured_hangs}");
+
+    let cdir = tmp.path().join("confirm");
+    std::fs::create_dir_all(&cdir).unwrap();
+    let c = run(
+        &cdir,
+        &s,
+        &libs,
+        &m,
+        &["--strategy", "bisect", "--along", "h", "--confirm", "20"],
+    );
+    assert_eq!(
+        c.code,
+        Some(0),
+        "no disagreement (exit 7 otherwise): {}",
+        c.stderr
+    );
+    let (header, rows) = rocsweep::results::csv::read(&c.dir.join("confirm.csv")).unwrap();
+    let agrees = header.iter().position(|h| h == "agrees").unwrap();
+    assert_eq!(rows.len(), 20);
+    assert!(rows.iter().all(|r| r[agrees] == "yes"), "{rows:?}");
 }
 
 /// Seeds 000-003 on gfx1151 (ROCm 7): each failure shows with its own status.
