@@ -67,6 +67,7 @@ impl Backend for CpuBackend {
                 cpu_model(),
                 rayon::current_num_threads()
             )],
+            device_count: 1,
             versions,
         }
     }

@@ -33,6 +33,10 @@ pub struct BackendInfo {
     /// Why the backend is not available (missing library, no device, not built).
     pub missing: Option<String>,
     pub devices: Vec<String>,
+    /// How many devices the backend could open (what `run --devices all` spreads over), which
+    /// can be more than `devices`, the ones this worker uses; 0 where unknown.
+    #[serde(default)]
+    pub device_count: usize,
     /// Library name -> version string.
     pub versions: BTreeMap<String, String>,
 }

@@ -510,7 +510,12 @@ fn start_slots(
     probe.shutdown();
     let seen = seen.map_err(|o| did_not_start(&spec.backend, "", o.error))?;
     let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
-    let defs = devices::slots(sel, &seen.backend, seen.devices.len(), parent.as_deref())
+    let count = if seen.device_count > 0 {
+        seen.device_count
+    } else {
+        seen.devices.len()
+    };
+    let defs = devices::slots(sel, &seen.backend, count, parent.as_deref())
         .map_err(CmdError::BadInput)?;
     let mut slots = Vec::new();
     let mut names = Vec::new();
