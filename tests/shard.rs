@@ -455,6 +455,31 @@ fn bad_shard_and_device_values_are_usage_errors_naming_the_flag() {
         }
         assert!(!out.exists(), "{args:?} wrote nothing");
     }
+    // A sweep that pins the device itself and --devices: one of them must go.
+    let pinned = write_sweep(
+        tmp.path(),
+        "pinned.toml",
+        &format!("{SWEEP}\n[env]\nCUDA_VISIBLE_DEVICES = \"1\"\n"),
+    );
+    let o = run(
+        &[
+            "run",
+            pinned.to_str().unwrap(),
+            "--out",
+            o_,
+            "--devices",
+            "0",
+        ],
+        &[],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("the sweep sets CUDA_VISIBLE_DEVICES itself"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists());
     // Scheduler variables that do not describe a range are refused too.
     let o = run(
         &["run", s, "--out", o_, "--shard-from-env"],

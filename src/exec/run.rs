@@ -515,8 +515,8 @@ fn start_slots(
     } else {
         seen.devices.len()
     };
-    let defs = devices::slots(sel, &seen.backend, count, parent.as_deref())
-        .map_err(CmdError::BadInput)?;
+    let defs =
+        devices::slots(sel, &seen.backend, count, parent.as_deref()).map_err(CmdError::BadInput)?;
     let mut slots = Vec::new();
     let mut names = Vec::new();
     let mut info: Option<BackendInfo> = None;
