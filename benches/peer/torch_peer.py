@@ -4,7 +4,10 @@ through PyTorch (cuBLASLt for matmul, cuDNN with benchmark mode for conv) on the
 CUDA events, median of repeated calls. Writes one CSV row per shape. TF32 is off for f32, as in
 rocsweep's f32 cases (its `tf32` GEMM cases set allow_tf32 here too).
 
-usage: torch_peer.py OUT.csv
+usage: torch_peer.py OUT.csv [--only gemm|conv]
+
+Conv rows carry the cuDNN version PyTorch ran (its own bundled copy) and its benchmark_limit (how
+many engine configurations cudnn-benchmark times per shape).
 """
 import csv
 import statistics
@@ -46,6 +49,8 @@ def gemm_rows():
 def conv_rows():
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
+    cudnn = str(torch.backends.cudnn.version())
+    limit = str(getattr(torch.backends.cudnn, "benchmark_limit", ""))
     for (ci, co) in [(3, 16), (16, 32), (32, 64), (64, 128), (128, 256)]:
         for hw in [32, 64, 128, 224]:
             for dtype in ["f32", "f16", "bf16"]:
@@ -55,19 +60,29 @@ def conv_rows():
                     ms = time_ms(lambda: conv(x))
                 flops = 2 * 16 * co * hw * hw * ci * 9
                 yield {"op": "conv2d", "shape": f"c_in={ci};c_out={co};h={hw}", "dtype": dtype, "compute": "f32",
-                       "torch_ms": f"{ms:.6f}", "torch_gflops": f"{flops / ms / 1e6:.1f}"}
+                       "torch_ms": f"{ms:.6f}", "torch_gflops": f"{flops / ms / 1e6:.1f}",
+                       "cudnn": cudnn, "benchmark_limit": limit}
 
 
 def main():
     out = sys.argv[1]
-    fields = ["op", "shape", "dtype", "compute", "torch_ms", "torch_gflops"]
+    only = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--only" else None
+    if len(sys.argv) > 2 and only not in ("gemm", "conv"):
+        sys.exit("usage: torch_peer.py OUT.csv [--only gemm|conv]")
+    fields = ["op", "shape", "dtype", "compute", "torch_ms", "torch_gflops", "cudnn", "benchmark_limit"]
+    rows = []
+    if only in (None, "gemm"):
+        rows.append(gemm_rows())
+    if only in (None, "conv"):
+        rows.append(conv_rows())
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
-        for row in list(gemm_rows()) + list(conv_rows()):
+        for row in (r for gen in rows for r in gen):
             w.writerow(row)
             f.flush()
-    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+    print(f"torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, "
+          f"benchmark_limit {getattr(torch.backends.cudnn, 'benchmark_limit', '?')}, {torch.cuda.get_device_name()}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 //! Convolutions through cuDNN's legacy API with an explicit algorithm per unit: `solver = "all"`
-//! becomes one unit per algorithm of the direction, and an algorithm cuDNN refuses for the
-//! problem is `unsupported` with cuDNN's status name.
+//! becomes one unit per algorithm of the direction (and, from conv_engine.rs, one per engine
+//! configuration of cuDNN's backend API), and an algorithm cuDNN refuses for the problem is
+//! `unsupported` with cuDNN's status name.
 
 use super::buffers::{DevBuf, Gpu, L2Flush, timed, workspace, ws_ptr};
 use crate::backend::{PhaseSink, Prepared, UnitError};
@@ -52,6 +53,7 @@ pub const ALL_NAMES: &[&str] = &[
     "algo_0",
     "algo_1",
     "algo_3",
+    super::conv_engine::HEURISTIC,
 ];
 
 pub fn solver_names(d: Direction) -> &'static [&'static str] {
@@ -236,7 +238,7 @@ fn algo(p: &Conv2d, solver: &str) -> Result<Algo, UnitError> {
 
 /// Transform-domain algorithms (FFT, Winograd) round in the transformed domain too; their error
 /// is a known multiple of a direct product's, not a bug.
-const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
+pub(super) const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
 
 fn transform_factor(a: Algo) -> f64 {
     use s::cudnnConvolutionBwdDataAlgo_t as D;
@@ -412,6 +414,9 @@ pub fn prepare(
     i: &ConvInputs,
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
+    if super::conv_engine::is_engine_solver(solver) {
+        return super::conv_engine::prepare(gpu, p, solver, i, phases);
+    }
     let call = ConvCall::new(gpu, p, solver)?;
     phases.phase("alloc");
     let a = DevBuf::upload(gpu, &i.a)?;

@@ -4,6 +4,7 @@
 
 mod buffers;
 mod conv;
+mod conv_engine;
 mod gemm;
 mod graph;
 mod kernels;
@@ -16,6 +17,9 @@ use cudarc::driver::{CudaContext, sys as dsys};
 use std::collections::BTreeMap;
 
 pub use conv::solver_names as conv_solver_names;
+/// Whether a conv2d solver name is a cuDNN engine configuration (`eng12-k3=2,k5=1`) or
+/// `engine_heuristic`: the names `all` expands to beside the legacy algorithms.
+pub use conv_engine::is_engine_solver as is_conv_engine_solver;
 
 /// Solver names the CUDA backend knows per op (for sweep validation).
 pub fn solver_names(op: OpKind) -> &'static [&'static str] {
@@ -210,10 +214,16 @@ impl Backend for CudaBackend {
 
     fn solvers(&self, problem: &Problem) -> Vec<String> {
         match problem {
-            Problem::Conv2d(p) => conv::solver_names(p.direction)
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            Problem::Conv2d(p) => {
+                let mut names: Vec<String> = conv::solver_names(p.direction)
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                if self.need("libcudnn").is_ok() {
+                    names.extend(conv_engine::solver_list(&self.gpu, p));
+                }
+                names
+            }
             Problem::Gemm(p) => {
                 gemm::enumerate(&self.gpu, p).unwrap_or_else(|_| vec!["heuristic".into()])
             }
