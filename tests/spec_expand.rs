@@ -421,3 +421,26 @@ fn solver_all_is_kept_for_planning() {
     assert_eq!(all.len(), 2);
     assert!(all.iter().all(|c| c.solver == "all"));
 }
+
+/// Concrete solver names every backend writes into its CSV load back from a sweep file (what
+/// `repro` relies on): cuDNN engine configurations, hipBLASLt picks, MIOpen names and ids.
+#[test]
+fn concrete_solver_names_of_every_backend_are_accepted() {
+    for (op, solver) in [
+        ("conv2d", "eng62-k2=0,k13=1"),
+        ("conv2d", "ConvBinWinogradRxSf2x3"),
+        ("conv2d", "solver#9999"),
+        ("conv2d", "find"),
+        ("conv2d", "implicit_precomp_gemm"),
+        ("gemm", "hipblaslt#0-sol1000"),
+        ("gemm", "rocblas"),
+        ("gemm", "lt#2-algo21"),
+    ] {
+        let text = format!("name = \"s\"\nop = \"{op}\"\n[axes]\nsolver = \"{solver}\"\n");
+        if let Err(e) = rocsweep::spec::load_str("s.toml", &text, &[]) {
+            panic!("{op} solver {solver}: {}", e.render());
+        }
+    }
+    let text = "name = \"s\"\nop = \"conv2d\"\n[axes]\nsolver = \"eng\"\n";
+    assert!(rocsweep::spec::load_str("s.toml", text, &[]).is_err());
+}

@@ -200,6 +200,7 @@ impl OpKind {
     pub fn is_known_solver(self, s: &str) -> bool {
         self.solver_names().contains(&s)
             || (self == OpKind::Gemm && (s.starts_with("lt#") || s.starts_with("hipblaslt#")))
+            || (self == OpKind::Conv2d && crate::backend::cuda::is_conv_engine_solver(s))
             || s.strip_prefix("solver#")
                 .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
     }
