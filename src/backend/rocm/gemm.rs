@@ -44,7 +44,6 @@ struct Plan {
     b: Obj,
     c: Obj,
     pref: Obj,
-    f16_scale: bool,
 }
 
 fn shapes(p: &Gemm) -> ((usize, usize), (usize, usize)) {
@@ -56,30 +55,43 @@ fn shapes(p: &Gemm) -> ((usize, usize), (usize, usize)) {
 impl Plan {
     fn new(lib: &HipblasltRef, p: &Gemm) -> Result<Plan, UnitError> {
         let e = lib.enums;
-        let (compute, scale, f16_scale) = match p.compute {
-            DType::Tf32 => (e.compute_tf32, e.f32, false),
-            DType::F16 => match e.compute_f16 {
-                Some(c) => (c, e.f16, true),
-                None => {
-                    return Err(UnitError::Unsupported(
-                        "hipBLASLt before ROCm 6.0 has no f16 compute type".into(),
-                    ));
-                }
-            },
-            _ => (e.compute_f32, e.f32, false),
+        // rocblaslt accepts 32F compute (and its fast variants) with a 32F scale only; f16
+        // compute goes through rocBLAS.
+        let compute = match p.compute {
+            DType::Tf32 => e.compute_tf32,
+            DType::F16 => {
+                return Err(UnitError::Unsupported(
+                    "hipBLASLt has no f16 compute type (only 32F and its fast variants); use rocblas"
+                        .into(),
+                ));
+            }
+            _ => e.compute_f32,
         };
+        let scale = e.f32;
         let handle = Obj::handle(lib)?;
         let desc = Obj::matmul_desc(lib, compute, scale)?;
         let ((ar, ac), (br, bc)) = shapes(p);
         let layout = |dt: DType, rows: usize, cols: usize| -> Result<Obj, UnitError> {
-            let l = Obj::layout(lib, e.data(dt), rows as u64, cols as u64, rows as i64)?;
+            // A leading dimension of at least 1, even for an empty matrix (both libraries refuse 0).
+            let l = Obj::layout(
+                lib,
+                e.data(dt),
+                rows as u64,
+                cols as u64,
+                rows.max(1) as i64,
+            )?;
             if p.batch > 1 {
                 let count = i32::try_from(p.batch)
                     .map_err(|_| UnitError::Unsupported("batch exceeds i32".into()))?;
                 let stride = (rows * cols) as i64;
                 let set = lib.api.hipblasLtMatrixLayoutSetAttribute;
-                l.set(set, e.layout_batch_count, &count, "layout batch count")?;
-                l.set(set, e.layout_batch_stride, &stride, "layout batch stride")?;
+                l.set(set, lt::LAYOUT_BATCH_COUNT, &count, "layout batch count")?;
+                l.set(
+                    set,
+                    lt::LAYOUT_STRIDED_BATCH_OFFSET,
+                    &stride,
+                    "layout batch stride",
+                )?;
             }
             Ok(l)
         };
@@ -91,7 +103,6 @@ impl Plan {
             pref: Obj::preference(lib)?,
             handle,
             desc,
-            f16_scale,
         };
         let (op_a, op_b) = (
             if p.trans_b { lt::OP_T } else { lt::OP_N },
@@ -279,14 +290,9 @@ fn launch(
     let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
     match call {
         Call::Lt { plan, algo } => {
-            let (al, be): (*const c_void, *const c_void) = if plan.f16_scale {
-                (
-                    (&a16 as *const half::f16).cast(),
-                    (&b16 as *const half::f16).cast(),
-                )
-            } else {
-                ((&a32 as *const f32).cast(), (&b32 as *const f32).cast())
-            };
+            // The scale type is always 32F (see Plan::new): f32 alpha and beta.
+            let (al, be): (*const c_void, *const c_void) =
+                ((&a32 as *const f32).cast(), (&b32 as *const f32).cast());
             let (wsp, wsn) = ws.map_or((std::ptr::null_mut(), 0), |w| (w.ptr, w.bytes));
             // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
             let rc = unsafe {
@@ -349,20 +355,20 @@ fn launch(
                     al,
                     pb,
                     ty(p.dtype),
-                    int(ar)?,
+                    int(ar.max(1))?,
                     (ar * ac) as i64,
                     pa,
                     ty(p.dtype),
-                    int(br)?,
+                    int(br.max(1))?,
                     (br * bc) as i64,
                     be,
                     pc.cast_const(),
                     ty(p.out_dtype),
-                    int(p.n)?,
+                    int(p.n.max(1))?,
                     (p.n * p.m) as i64,
                     pc,
                     ty(p.out_dtype),
-                    int(p.n)?,
+                    int(p.n.max(1))?,
                     (p.n * p.m) as i64,
                     int(p.batch)?,
                     compute,

@@ -80,10 +80,12 @@ pub struct Enums {
     pub bf16: c_int,
     pub compute_f32: c_int,
     pub compute_tf32: c_int,
-    pub compute_f16: Option<c_int>,
-    pub layout_batch_count: c_int,
-    pub layout_batch_stride: c_int,
 }
+
+/// Matrix-layout attributes, the same in every release from 5.7 (the header's TYPE member, 2,
+/// only exists from 6.0 and is not used here).
+pub const LAYOUT_BATCH_COUNT: c_int = 0;
+pub const LAYOUT_STRIDED_BATCH_OFFSET: c_int = 1;
 
 impl Enums {
     pub fn for_rocm_major(major: i32) -> Enums {
@@ -94,21 +96,15 @@ impl Enums {
                 bf16: 14,
                 compute_f32: 2,
                 compute_tf32: 6,
-                compute_f16: Some(0),
-                layout_batch_count: 0,
-                layout_batch_stride: 1,
             }
         } else {
-            // ROCm 5.x: hipblasDatatype_t, hipblasLtComputeType_t, and TYPE=0 in the layout enum.
+            // ROCm 5.7: hipblasDatatype_t and hipblasLtComputeType_t.
             Enums {
                 f32: 151,
                 f16: 150,
                 bf16: 168,
                 compute_f32: 300,
                 compute_tf32: 301,
-                compute_f16: None,
-                layout_batch_count: 1,
-                layout_batch_stride: 2,
             }
         }
     }
@@ -131,7 +127,16 @@ pub struct Hipblaslt {
 pub type HipblasltRef = Arc<Hipblaslt>;
 
 impl Hipblaslt {
-    pub fn load(rocm_major: i32) -> Result<HipblasltRef, String> {
+    pub fn load(hip_version: (i32, i32, i32)) -> Result<HipblasltRef, String> {
+        // Before ROCm 5.7 hipblasLtMatmulAlgo_t was 112 bytes (data[104]), not 24: the heuristic
+        // results would overrun the buffers declared here.
+        if hip_version < (5, 7, 0) {
+            return Err(format!(
+                "hipBLASLt (libhipblaslt) not used: HIP {}.{}.{} is older than ROCm 5.7, whose hipBLASLt structs this build knows",
+                hip_version.0, hip_version.1, hip_version.2
+            ));
+        }
+        let rocm_major = hip_version.0;
         let l = loader::open(SONAMES).map_err(|e| format!("hipBLASLt (libhipblaslt) {e}"))?;
         let api = HipblasltApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
         Ok(Arc::new(Hipblaslt {

@@ -65,7 +65,7 @@ impl Libs {
         Libs {
             hiprtc: hiprtc::Hiprtc::load(hip).map(Arc::new),
             miopen: miopen::Miopen::load(),
-            hipblaslt: hipblaslt::Hipblaslt::load(hip.version.0),
+            hipblaslt: hipblaslt::Hipblaslt::load(hip.version),
             rocblas: rocblas::Rocblas::load(),
             hiprand: hiprand::Hiprand::load(),
         }
@@ -198,7 +198,7 @@ fn describe_libs(libs: &Libs, v: &mut BTreeMap<String, String>) {
             .map_err(Clone::clone),
     );
     put(
-        "hipRAND",
+        "hipRAND (rocRAND version)",
         libs.hiprand
             .as_ref()
             .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))

@@ -64,9 +64,11 @@ fn data_type(m: &Model, v: i32) -> Option<DType> {
     }
 }
 
+/// Compute types rocblaslt accepts: 32F and its fast variants (16F, the plain half compute type,
+/// is refused with INVALID_VALUE, as rocblaslt_matmul_desc_create does).
 fn compute_type_known(m: &Model, v: i32) -> bool {
     if m.rocm6() {
-        matches!(v, 0 | 2 | 4 | 5 | 6)
+        matches!(v, 2 | 4 | 5 | 6)
     } else {
         matches!(v, 300 | 301)
     }
@@ -115,7 +117,11 @@ pub unsafe extern "C" fn hipblasLtMatmulDescCreate(
     scale: i32,
 ) -> i32 {
     call(|m| {
-        let Some(scale) = data_type(m, scale).filter(|_| compute_type_known(m, compute)) else {
+        // The scale type must be 32F (rocblaslt also takes 64F and 32I, which no caller here uses).
+        let Some(scale) = data_type(m, scale)
+            .filter(|s| *s == DType::F32)
+            .filter(|_| compute_type_known(m, compute))
+        else {
             return INVALID_VALUE;
         };
         let d = Desc {
@@ -210,8 +216,9 @@ pub unsafe extern "C" fn hipblasLtMatrixLayoutSetAttribute(
         if buf.is_null() {
             return INVALID_VALUE;
         }
-        // (type, batch count, batch stride) attribute numbers of this release.
-        let (ty, count, stride) = if m.rocm6() { (-1, 0, 1) } else { (0, 1, 2) };
+        // (type, batch count, batch stride) attribute numbers: BATCH_COUNT 0 and
+        // STRIDED_BATCH_OFFSET 1 in every release; TYPE (2) exists from ROCm 6.0 on.
+        let (ty, count, stride) = if m.rocm6() { (2, 0, 1) } else { (-1, 0, 1) };
         // SAFETY: buf holds `size` bytes, checked against each attribute's type.
         let (v4, v8) = unsafe { (crate::get(buf.cast::<i32>()), crate::get(buf.cast::<i64>())) };
         let change: Box<dyn FnOnce(&mut Layout) -> bool> = match (attr, size) {
