@@ -121,4 +121,13 @@ impl HostData {
             ),
         }
     }
+
+    /// Keeps the first `n` elements (device buffers are at least one element long).
+    pub fn truncate(&mut self, n: usize) {
+        match self {
+            HostData::F32(v) => v.truncate(n),
+            HostData::F16(v) => v.truncate(n),
+            HostData::Bf16(v) => v.truncate(n),
+        }
+    }
 }

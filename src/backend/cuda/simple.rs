@@ -227,15 +227,7 @@ impl Prepared for CastRun {
     fn output(&mut self) -> Result<HostData, UnitError> {
         let mut h = self.out.download(&self.gpu)?;
         // Buffers are at least one element long; trim to the case's count.
-        truncate(&mut h, self.p.count);
+        h.truncate(self.p.count);
         Ok(h)
-    }
-}
-
-fn truncate(h: &mut HostData, n: usize) {
-    match h {
-        HostData::F32(v) => v.truncate(n),
-        HostData::F16(v) => v.truncate(n),
-        HostData::Bf16(v) => v.truncate(n),
     }
 }

@@ -118,7 +118,7 @@ impl Prepared for RngRun {
             Some(o) => o.download(&self.dev),
             None => {
                 let mut h = self.raw.download(&self.dev)?;
-                truncate(&mut h, self.p.count);
+                h.truncate(self.p.count);
                 Ok(h)
             }
         }
@@ -283,13 +283,5 @@ impl Prepared for CastRun {
 
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.out.download(&self.dev)
-    }
-}
-
-fn truncate(h: &mut HostData, n: usize) {
-    match h {
-        HostData::F32(v) => v.truncate(n),
-        HostData::F16(v) => v.truncate(n),
-        HostData::Bf16(v) => v.truncate(n),
     }
 }
