@@ -382,6 +382,29 @@ fn a_segfaulting_solver_is_a_crash_and_the_rest_of_the_sweep_runs() {
         }
     }
     assert_eq!(crashes, 4, "one per case (2 sizes x 2 channel pairs)");
+    // The bug-report command runs that solution by its MIOpen id in immediate mode; the find
+    // path has no -S (MIOpenDriver's default is Find).
+    let id = r.col("unit_id");
+    let repro = |pick: &dyn Fn(&Vec<String>) -> bool| {
+        let row = r.rows.iter().find(|row| pick(row)).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+            .arg("repro")
+            .arg(&r.dir)
+            .arg(&row[id])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let text = repro(&|row| row[solver] == "ConvBinWinogradRxSf2x3");
+    assert!(
+        text.contains("MIOpenDriver conv -n 2 ") && text.contains(" -S 53"),
+        "{text}"
+    );
+    let text = repro(&|row| row[solver] == "find");
+    assert!(
+        text.contains("MIOpenDriver conv") && !text.contains(" -S "),
+        "{text}"
+    );
 }
 
 /// Without MIOpen the convolutions fail with a message naming the file looked for; nothing panics.

@@ -267,11 +267,41 @@ fn miopen_driver(row: &Row, backend: &str) -> Option<String> {
     if p("layout") == "nhwc" {
         cmd.push_str(" --in_layout NHWC --out_layout NHWC --fil_layout NHWC");
     }
-    if backend == "rocm" && row.solver != "default" {
-        let id = row.solver.strip_prefix("solver#").unwrap_or(&row.solver);
-        let _ = write!(cmd, " -S {}", shell::quote(id));
+    // -S N runs solution N in immediate mode; without -S MIOpenDriver takes the Find path,
+    // which is what rocsweep's `find` solver does.
+    if backend == "rocm"
+        && let Some(id) = crate::backend::rocm::solvers::id(&row.solver)
+    {
+        let _ = write!(cmd, " -S {id}");
     }
     Some(cmd)
+}
+
+fn rocblas_bench(row: &Row) -> String {
+    let p = |n: &str| row.param(n).unwrap_or("");
+    let ty = |d: &str| match d {
+        "f16" => "f16_r",
+        "bf16" => "bf16_r",
+        _ => "f32_r",
+    };
+    let compute = if p("compute") == "f16" {
+        "f16_r"
+    } else {
+        "f32_r"
+    };
+    let t = |b: &str| if b == "true" { "T" } else { "N" };
+    let (io, out) = (ty(p("dtype")), ty(p("out_dtype")));
+    format!(
+        "rocblas-bench -f gemm_strided_batched_ex --transposeA {} --transposeB {} -m {} -n {} -k {} \
+         --a_type {io} --b_type {io} --c_type {out} --d_type {out} --compute_type {compute} \
+         --batch_count {} -i 10 -j 2 -v 1",
+        t(p("trans_b")),
+        t(p("trans_a")),
+        p("n"),
+        p("m"),
+        p("k"),
+        p("batch"),
+    )
 }
 
 fn hipblaslt_bench(row: &Row, backend: &str) -> Option<String> {
@@ -299,7 +329,10 @@ fn hipblaslt_bench(row: &Row, backend: &str) -> Option<String> {
         p("batch"),
     );
     if backend == "rocm"
-        && let Some(idx) = row.solver.strip_prefix("solver#")
+        && let Some(idx) = row
+            .solver
+            .strip_prefix("hipblaslt#")
+            .and_then(|r| r.split("-sol").nth(1))
     {
         let _ = write!(
             cmd,
@@ -444,6 +477,14 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
                 let _ = writeln!(s, "```sh\n{cmd}\n```\n{hang_note}");
             }
             s.push_str("`-F 1` forward, `2` backward data, `4` backward weights; `-V 1` verifies on the CPU.\n");
+        }
+        Some(OpKind::Gemm) if row.solver == "rocblas" => {
+            s.push_str("\n## rocblas-bench\n\n");
+            let _ = writeln!(s, "```sh\n{}\n```\n{hang_note}", rocblas_bench(row));
+            s.push_str(
+                "This is the call rocsweep makes: rocBLAS is column-major, so the row-major problem \
+                 C = op(A) op(B) runs as C^T = op(B)^T op(A)^T (m and n swapped, A and B swapped).\n",
+            );
         }
         Some(OpKind::Gemm) => {
             s.push_str("\n## hipblaslt-bench\n\n");
