@@ -591,3 +591,35 @@ fn solvers_lists_the_table_and_the_problems_solutions() {
         "{out}"
     );
 }
+
+/// hipRTC lives inside libamdhip64 before ROCm 7 and only in libhiprtc.so.7 after: a ROCm 7 lib
+/// directory without libhiprtc has no hipRTC even though libamdhip64 (the fake) exports it.
+#[test]
+fn hiprtc_comes_from_where_each_rocm_release_keeps_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let probe = |libs: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+            .args(["probe", "--backend", "rocm", "--rocm-lib-dir"])
+            .arg(libs)
+            .env("FAKE_ROCM_MODEL", model("strix-halo-rocm7.toml"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let seven = lib_dir(tmp.path(), 7, &[]);
+    let out = probe(&seven);
+    assert!(
+        out.contains(&format!("{}/libhiprtc.so.7", seven.display())),
+        "{out}"
+    );
+    assert!(out.contains("gcnArchName: gfx1151"), "{out}");
+
+    let bare = tmp.path().join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    let without = lib_dir(&bare, 7, &["libhiprtc"]);
+    let out = probe(&without);
+    assert!(
+        out.contains("hipRTC: hipRTC (libhiprtc) not found; looked for"),
+        "{out}"
+    );
+}
