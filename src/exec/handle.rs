@@ -48,7 +48,7 @@ pub struct WorkerSpec {
 }
 
 /// The cache directory of one env combination for one variable (see `WorkerSpec::cache_root`).
-pub fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> PathBuf {
+fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> PathBuf {
     let text = serde_json::to_string(env).unwrap_or_default();
     let key = if env.is_empty() {
         "default".to_string()
@@ -58,15 +58,24 @@ pub fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> P
     root.join(key).join(subdir)
 }
 
-/// Creates the cache directories of one env combination (see `WorkerSpec::cache_root`).
-pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io::Result<()> {
+/// The (variable, directory) pairs of one env combination's caches (see
+/// `WorkerSpec::cache_root`); variables the combination sets itself are left to it.
+fn cache_env(spec: &WorkerSpec, env: &[(String, String)]) -> Vec<(String, PathBuf)> {
     let Some(root) = &spec.cache_root else {
-        return Ok(());
+        return Vec::new();
     };
-    for (var, sub) in &spec.cache_vars {
-        if !env.iter().any(|(k, _)| k == var) {
-            std::fs::create_dir_all(combo_cache_dir(root, env, sub))?;
-        }
+    spec.cache_vars
+        .iter()
+        .filter(|(var, _)| !env.iter().any(|(k, _)| k == var))
+        .map(|(var, sub)| (var.clone(), combo_cache_dir(root, env, sub)))
+        .collect()
+}
+
+/// Creates the cache directories of one env combination (the run does it once the run
+/// directory exists, before any unit runs).
+pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io::Result<()> {
+    for (_, dir) in cache_env(spec, env) {
+        std::fs::create_dir_all(dir)?;
     }
     Ok(())
 }
@@ -91,19 +100,8 @@ impl WorkerHandle {
         for (k, v) in &spec.extra_env {
             cmd.env(k, v);
         }
-        if let Some(root) = &spec.cache_root {
-            for (var, sub) in &spec.cache_vars {
-                if env.iter().any(|(k, _)| k == var) {
-                    continue;
-                }
-                let dir = combo_cache_dir(root, env, sub);
-                // The run directory exists once published; the library creates the directory
-                // itself for a worker started before that.
-                if root.parent().is_some_and(Path::exists) {
-                    std::fs::create_dir_all(&dir)?;
-                }
-                cmd.env(var, &dir);
-            }
+        for (var, dir) in cache_env(spec, env) {
+            cmd.env(var, dir);
         }
         for (k, v) in env {
             cmd.env(k, v);

@@ -122,6 +122,13 @@ impl Graph {
         self.channels * self.size * self.size
     }
 
+    /// The op's output: every replay's output, in replay order, in the case's dtype (what the
+    /// reference holds). Backends hand the replays over as they read them back.
+    pub fn join_replays(&self, replays: impl IntoIterator<Item = HostData>) -> HostData {
+        let all: Vec<f32> = replays.into_iter().flat_map(|h| h.to_f32_vec()).collect();
+        HostData::from_f32(self.dtype, &all)
+    }
+
     /// One replay's FLOPs.
     pub fn flops(&self) -> f64 {
         self.gemm().flops() + self.conv().flops() + self.activation_len() as f64

@@ -230,16 +230,15 @@ impl Prepared for GraphRun {
             self.run()?;
         }
         let g = self.gpu.clone();
-        let mut all: Vec<f32> = Vec::new();
+        let mut replays = Vec::with_capacity(self.host_outs.len());
         for r in 0..self.host_outs.len() {
-            let h = match self.kept.get(r) {
+            replays.push(match self.kept.get(r) {
                 Some(k) => k.download(&g)?,
                 None => self.host_outs[r]
                     .clone()
                     .unwrap_or_else(|| HostData::zeros(self.steps.p.dtype, 0)),
-            };
-            all.extend(h.to_f32_vec());
+            });
         }
-        Ok(HostData::from_f32(self.steps.p.dtype, &all))
+        Ok(self.steps.p.join_replays(replays))
     }
 }

@@ -3,11 +3,11 @@
 //! solver's prefix is the library, so `solver = ["hipblaslt", "rocblas"]` is the library axis.
 //! Row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T.
 
-use super::DevRef;
 use super::hip::DevMem;
 use super::hipblaslt::{self as lt, HeuristicResult, HipblasltRef, Obj};
 use super::rocblas::{self as rb, RocblasRef};
 use super::simple::DevTensor;
+use super::{DevRef, Lib, need};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
@@ -153,8 +153,8 @@ fn name(rank: usize, h: &HeuristicResult) -> String {
 /// (missing, or NOT_SUPPORTED for the shape) the plain `hipblaslt` unit records why.
 pub fn enumerate(
     _dev: &DevRef,
-    lt_lib: &Result<HipblasltRef, String>,
-    _rb: &Result<RocblasRef, String>,
+    lt_lib: &Lib<HipblasltRef>,
+    _rb: &Lib<RocblasRef>,
     p: &Gemm,
 ) -> Vec<String> {
     let mut v: Vec<String> = match lt_lib
@@ -184,18 +184,10 @@ pub struct GemmRun {
     ws: Option<DevMem>,
 }
 
-fn need<T: Clone>(l: &Result<T, String>, library: &str) -> Result<T, UnitError> {
-    l.clone().map_err(|why| UnitError::Library {
-        library: library.into(),
-        code: "LIBRARY_NOT_FOUND".into(),
-        message: why,
-    })
-}
-
 pub fn prepare(
     dev: &DevRef,
-    lt_lib: &Result<HipblasltRef, String>,
-    rb_lib: &Result<RocblasRef, String>,
+    lt_lib: &Lib<HipblasltRef>,
+    rb_lib: &Lib<RocblasRef>,
     p: &Gemm,
     solver: &str,
     i: &GemmInputs,
@@ -392,8 +384,8 @@ pub struct GemmCall {
 impl GemmCall {
     pub fn new(
         dev: &DevRef,
-        lt_lib: &Result<HipblasltRef, String>,
-        rb_lib: &Result<RocblasRef, String>,
+        lt_lib: &Lib<HipblasltRef>,
+        rb_lib: &Lib<RocblasRef>,
         p: &Gemm,
     ) -> Result<GemmCall, UnitError> {
         // hipBLASLt's first pick where it has one, else rocBLAS (what PyTorch does).

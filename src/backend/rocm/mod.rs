@@ -50,7 +50,7 @@ pub struct Dev {
 pub type DevRef = std::rc::Rc<Dev>;
 
 /// A library that loaded, or the message saying why not.
-type Lib<T> = Result<T, String>;
+pub(crate) type Lib<T> = Result<T, String>;
 
 struct Libs {
     hiprtc: Lib<Arc<hiprtc::Hiprtc>>,
@@ -72,9 +72,10 @@ impl Libs {
     }
 }
 
-fn need<T: Clone>(lib: &Lib<T>) -> Result<T, UnitError> {
+/// The library, or an error row naming it and where it was looked for.
+fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
     lib.clone().map_err(|why| UnitError::Library {
-        library: why.split(' ').next().unwrap_or("rocm").to_string(),
+        library: library.into(),
         code: "LIBRARY_NOT_FOUND".into(),
         message: why,
     })
@@ -129,33 +130,14 @@ pub fn probe() -> BackendInfo {
             return info;
         }
     };
-    let (a, b, c) = hip.version;
-    info.versions
-        .insert("HIP runtime".into(), format!("{a}.{b}.{c} ({})", hip.path));
-    let mut dv = 0;
-    // SAFETY: out-pointer to a live int.
-    if unsafe { (hip.api.hipDriverGetVersion)(&mut dv) } == 0 {
-        let (a, b, c) = loader::hip_version(dv);
-        info.versions
-            .insert("HIP driver".into(), format!("{a}.{b}.{c}"));
-    }
-    let libs = Libs::load(&hip);
-    describe_libs(&libs, &mut info.versions);
-    for var in ENV_VARS {
-        if let Ok(v) = std::env::var(var) {
-            info.versions.insert(format!("env {var}"), v);
-        }
-    }
+    describe_stack(&hip, &Libs::load(&hip), &mut info.versions);
     match init_device(&hip) {
         Ok(count) => {
             for d in 0..count {
                 let f = hip::device_facts(&hip, d);
                 info.devices.push(format!("{} ({})", f.name, f.arch));
                 if d == 0 {
-                    for (k, v) in f.attrs {
-                        info.versions.insert(k.to_string(), v);
-                    }
-                    info.versions.insert("gcnArchName".into(), f.arch);
+                    describe_device(f, &mut info.versions);
                 }
             }
             info.available = true;
@@ -165,45 +147,60 @@ pub fn probe() -> BackendInfo {
     info
 }
 
-fn describe_libs(libs: &Libs, v: &mut BTreeMap<String, String>) {
-    let mut put = |name: &str, r: Result<String, String>| {
-        v.insert(name.to_string(), r.unwrap_or_else(|why| why));
-    };
-    put(
-        "hipRTC",
-        libs.hiprtc
-            .as_ref()
-            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
-            .map_err(Clone::clone),
-    );
-    put(
-        "MIOpen",
-        libs.miopen
-            .as_ref()
-            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
-            .map_err(Clone::clone),
-    );
-    put(
-        "hipBLASLt",
-        libs.hipblaslt
-            .as_ref()
-            .map(|l| format!("{} ({})", gemm::hipblaslt_version(l), l.path))
-            .map_err(Clone::clone),
-    );
-    put(
-        "rocBLAS",
-        libs.rocblas
-            .as_ref()
-            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
-            .map_err(Clone::clone),
-    );
-    put(
-        "hipRAND (rocRAND version)",
-        libs.hiprand
-            .as_ref()
-            .map(|l| format!("{} ({})", l.version().unwrap_or_default(), l.path))
-            .map_err(Clone::clone),
-    );
+/// Versions of the runtime and of every library (or why it is missing), and the ROCm-related
+/// environment.
+fn describe_stack(hip: &Hip, libs: &Libs, v: &mut BTreeMap<String, String>) {
+    let (a, b, c) = hip.version;
+    v.insert("HIP runtime".into(), format!("{a}.{b}.{c} ({})", hip.path));
+    let mut dv = 0;
+    // SAFETY: out-pointer to a live int.
+    if unsafe { (hip.api.hipDriverGetVersion)(&mut dv) } == 0 {
+        let (a, b, c) = loader::hip_version(dv);
+        v.insert("HIP driver".into(), format!("{a}.{b}.{c}"));
+    }
+    fn line<T>(
+        lib: &Lib<T>,
+        version: impl Fn(&T) -> Option<String>,
+        path: impl Fn(&T) -> &str,
+    ) -> String {
+        match lib {
+            Ok(l) => format!("{} ({})", version(l).unwrap_or_default(), path(l)),
+            Err(why) => why.clone(),
+        }
+    }
+    let rows = [
+        ("hipRTC", line(&libs.hiprtc, |l| l.version(), |l| &l.path)),
+        ("MIOpen", line(&libs.miopen, |l| l.version(), |l| &l.path)),
+        (
+            "hipBLASLt",
+            line(
+                &libs.hipblaslt,
+                |l| Some(gemm::hipblaslt_version(l)),
+                |l| &l.path,
+            ),
+        ),
+        ("rocBLAS", line(&libs.rocblas, |l| l.version(), |l| &l.path)),
+        (
+            "hipRAND (rocRAND version)",
+            line(&libs.hiprand, |l| l.version(), |l| &l.path),
+        ),
+    ];
+    for (name, text) in rows {
+        v.insert(name.to_string(), text);
+    }
+    for var in ENV_VARS {
+        if let Ok(val) = std::env::var(var) {
+            v.insert(format!("env {var}"), val);
+        }
+    }
+}
+
+/// The first device's attributes and gfx name.
+fn describe_device(f: hip::DeviceFacts, v: &mut BTreeMap<String, String>) {
+    for (k, val) in f.attrs {
+        v.insert(k.to_string(), val);
+    }
+    v.insert("gcnArchName".into(), f.arch);
 }
 
 /// hipInit and the device count; an error names the runtime's own code.
@@ -245,13 +242,18 @@ impl RocmBackend {
         let stream = Stream::new(&hip).map_err(|e| e.to_string())?;
         let libs = Libs::load(&hip);
         let facts = hip::device_facts(&hip, 0);
-        let mut info = probe_with(&hip, &libs);
-        info.devices = vec![format!("{} ({})", facts.name, facts.arch)];
-        // Counted under HIP_VISIBLE_DEVICES, as the devices `--devices` picks from are.
-        info.device_count = usize::try_from(count).unwrap_or(0);
-        info.available = true;
         // hipRTC wants the bare target (gfx1010), not the feature suffix (gfx1010:xnack-).
         let arch = facts.arch.split(':').next().unwrap_or_default().to_string();
+        let mut info = BackendInfo {
+            backend: "rocm".into(),
+            available: true,
+            devices: vec![format!("{} ({})", facts.name, facts.arch)],
+            // Counted under HIP_VISIBLE_DEVICES, as the devices `--devices` picks from are.
+            device_count: usize::try_from(count).unwrap_or(0),
+            ..BackendInfo::default()
+        };
+        describe_stack(&hip, &libs, &mut info.versions);
+        describe_device(facts, &mut info.versions);
         Ok(RocmBackend {
             dev: std::rc::Rc::new(Dev { hip, stream }),
             libs,
@@ -263,44 +265,12 @@ impl RocmBackend {
 
     fn kernels(&mut self) -> Result<kernels::Kernels, UnitError> {
         if self.kernels.is_none() {
-            let rtc = need(&self.libs.hiprtc)?;
+            let rtc = need(&self.libs.hiprtc, "hiprtc")?;
             self.kernels = Some(kernels::Kernels::compile(&self.dev, &rtc, &self.arch)?);
         }
         self.kernels
             .clone()
             .ok_or_else(|| UnitError::Unsupported("kernels did not compile".into()))
-    }
-}
-
-/// The manifest facts for an opened backend (the device part is filled by `open`).
-fn probe_with(hip: &Hip, libs: &Libs) -> BackendInfo {
-    let mut versions = BTreeMap::new();
-    let (a, b, c) = hip.version;
-    versions.insert("HIP runtime".into(), format!("{a}.{b}.{c} ({})", hip.path));
-    let mut dv = 0;
-    // SAFETY: out-pointer to a live int.
-    if unsafe { (hip.api.hipDriverGetVersion)(&mut dv) } == 0 {
-        let (a, b, c) = loader::hip_version(dv);
-        versions.insert("HIP driver".into(), format!("{a}.{b}.{c}"));
-    }
-    describe_libs(libs, &mut versions);
-    let f = hip::device_facts(hip, 0);
-    for (k, v) in f.attrs {
-        versions.insert(k.to_string(), v);
-    }
-    versions.insert("gcnArchName".into(), f.arch);
-    for var in ENV_VARS {
-        if let Ok(v) = std::env::var(var) {
-            versions.insert(format!("env {var}"), v);
-        }
-    }
-    BackendInfo {
-        backend: "rocm".into(),
-        available: true,
-        missing: None,
-        devices: Vec::new(),
-        device_count: 0,
-        versions,
     }
 }
 
@@ -315,7 +285,7 @@ impl Backend for RocmBackend {
 
     fn solvers(&self, problem: &Problem) -> Vec<String> {
         match problem {
-            Problem::Conv2d(p) => match need(&self.libs.miopen) {
+            Problem::Conv2d(p) => match need(&self.libs.miopen, "miopen") {
                 Ok(m) => conv::enumerate(&self.dev, &m, p)
                     .unwrap_or_else(|_| vec![solvers::FIND.to_string()]),
                 Err(_) => vec![solvers::FIND.to_string()],
@@ -344,7 +314,7 @@ impl Backend for RocmBackend {
         };
         match (problem, inputs) {
             (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
-                let m = need(&self.libs.miopen)?;
+                let m = need(&self.libs.miopen, "miopen")?;
                 conv::prepare(&self.dev, &m, p, solver, i, phases)
             }
             (Problem::Gemm(p), Inputs::Gemm(i)) => gemm::prepare(
@@ -357,7 +327,7 @@ impl Backend for RocmBackend {
                 phases,
             ),
             (Problem::Rng(p), Inputs::Rng { seed }) => {
-                let r = need(&self.libs.hiprand)?;
+                let r = need(&self.libs.hiprand, "hiprand")?;
                 let k = match p.dtype {
                     crate::dtype::DType::F32 => None,
                     _ => Some(self.kernels()?),
@@ -373,7 +343,7 @@ impl Backend for RocmBackend {
                 simple::prepare_cast(&self.dev, k, p, src, phases)
             }
             (Problem::Graph(p), Inputs::Graph(i)) => {
-                let m = need(&self.libs.miopen)?;
+                let m = need(&self.libs.miopen, "miopen")?;
                 phases.phase("compile");
                 let k = self.kernels()?;
                 graph::prepare(
