@@ -147,6 +147,21 @@ pub enum Command {
         #[arg(long, default_value = "cpu")]
         backend: String,
     },
+    /// Check that a GPU backend works on this machine: compile the kernels (ROCm: for each
+    /// --arch target, no GPU needed), then run one tiny case of every op and every loaded library
+    /// in workers under the watchdog, one line per check. Exit 0 when every check passed (or the
+    /// library says a case is unsupported), 3 when one failed, 5 when the backend cannot run here.
+    Selftest {
+        #[arg(long, value_parser = ["cuda", "rocm"], default_value = "rocm")]
+        backend: String,
+        /// ROCm targets to compile the kernels for without a GPU, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "gfx1010,gfx1030")]
+        arch: Vec<String>,
+    },
+    /// Compiles the kernels for one ROCm target and checks the code object (internal: selftest
+    /// runs it in a child process, so a compiler that crashes or hangs takes only the child).
+    #[command(hide = true)]
+    CompileCheck { arch: String },
     /// Say which backends and devices are present, with library versions. With --backend, only
     /// that one, and the exit code says whether it can run here (0) or not (5).
     Probe {

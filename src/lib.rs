@@ -17,6 +17,7 @@ pub mod exit;
 pub mod op;
 pub mod report;
 pub mod results;
+pub mod selftest;
 // Sweep errors carry their source text and span for rendering; they are the cold path.
 #[allow(clippy::result_large_err)]
 pub mod spec;

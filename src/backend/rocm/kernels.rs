@@ -30,11 +30,58 @@ pub fn name(d: DType) -> &'static str {
 
 const BLOCK: u32 = 256;
 
+/// The one source hipRTC compiles. The prelude is pasted in rather than #included: a hipRTC
+/// program may include only the headers given to hiprtcCreateProgram.
+pub fn source() -> String {
+    format!("{PRELUDE}\n{CAST}\n{CONV_REF}")
+}
+
+pub const PROGRAM_NAME: &str = "rocsweep_kernels.hip";
+
+/// Every kernel the backend looks up by name in the compiled module.
+pub fn names() -> Vec<String> {
+    const TYPES: [DType; 3] = [DType::F32, DType::F16, DType::Bf16];
+    let mut v = Vec::new();
+    for from in TYPES {
+        v.extend(TYPES.iter().map(|&to| cast_name(from, to)));
+    }
+    for t in TYPES {
+        v.push(relu_name(t));
+        v.push(conv_ref_name(t));
+    }
+    v.push(SPIN.to_string());
+    v
+}
+
+fn cast_name(from: DType, to: DType) -> String {
+    format!("cast_{}_{}", name(from), name(to))
+}
+
+fn relu_name(t: DType) -> String {
+    format!("relu_{}", name(t))
+}
+
+fn conv_ref_name(t: DType) -> String {
+    format!("conv_fwd_ref_{}", name(t))
+}
+
+const SPIN: &str = "spin_forever";
+
+/// Compiles the kernels for `arch` ("gfx1030"; empty = the current device's) and checks the code
+/// object before anyone loads it.
+pub fn compile_checked(rtc: &Hiprtc, arch: &str) -> Result<Vec<u8>, UnitError> {
+    let code = rtc.compile(&source(), PROGRAM_NAME, arch)?;
+    super::code_object::check(&code, arch, &names()).map_err(|why| UnitError::Library {
+        library: "hiprtc".into(),
+        code: "bad code object".into(),
+        message: why,
+    })?;
+    Ok(code)
+}
+
 impl Kernels {
     pub fn compile(dev: &DevRef, rtc: &Hiprtc, arch: &str) -> Result<Kernels, UnitError> {
-        // The prelude is pasted in rather than #included: hipRTC sees one self-contained source.
-        let src = format!("{PRELUDE}\n{CAST}\n{CONV_REF}");
-        let code = rtc.compile(&src, "rocsweep_kernels.hip", arch)?;
+        let code = compile_checked(rtc, arch)?;
         let module = Module::load(&dev.hip, &code)?;
         Ok(Kernels {
             module: Rc::new(module),
@@ -93,19 +140,14 @@ impl Kernels {
             (&mut o as *mut Ptr).cast(),
             (&mut len as *mut usize).cast(),
         ];
-        self.launch(
-            dev,
-            &format!("cast_{}_{}", name(from), name(to)),
-            n,
-            &mut args,
-        )
+        self.launch(dev, &cast_name(from, to), n, &mut args)
     }
 
     /// ReLU in place over `n` elements.
     pub fn relu(&self, dev: &DevRef, dtype: DType, x: Ptr, n: usize) -> Result<(), UnitError> {
         let (mut p, mut len) = (x, n);
         let mut args = [(&mut p as *mut Ptr).cast(), (&mut len as *mut usize).cast()];
-        self.launch(dev, &format!("relu_{}", name(dtype)), n, &mut args)
+        self.launch(dev, &relu_name(dtype), n, &mut args)
     }
 
     /// The direct f64 forward convolution used as the reference for large problems.
@@ -152,8 +194,7 @@ impl Kernels {
             (&mut yp as *mut Ptr).cast(),
         ];
         args.extend(ints.iter_mut().map(|v| (v as *mut c_int).cast::<c_void>()));
-        let kernel = format!("conv_fwd_ref_{}", name(p.dtype));
-        self.launch(dev, &kernel, total, &mut args)?;
+        self.launch(dev, &conv_ref_name(p.dtype), total, &mut args)?;
         dev.stream.sync()?;
         let bytes = yd.read()?;
         Ok(bytes
@@ -168,7 +209,7 @@ impl Kernels {
         let flag = DevMem::upload(&dev.hip, &[0u8; 4])?;
         let mut p = flag.ptr;
         let mut args = [(&mut p as *mut Ptr).cast()];
-        self.launch(dev, "spin_forever", 1, &mut args)?;
+        self.launch(dev, SPIN, 1, &mut args)?;
         dev.stream.sync()
     }
 }

@@ -8,6 +8,7 @@
 //! No AMD GPU exists on any machine of this project: this code is exercised through the fake
 //! ROCm library (tests/fake-rocm, same dlopen path) and Debian's real HIP 5.2 runtime.
 
+mod code_object;
 mod conv;
 mod gemm;
 mod graph;
@@ -230,6 +231,34 @@ fn init_device(hip: &Hip) -> Result<i32, String> {
     Ok(count)
 }
 
+/// hipRTC's `--offload-arch` value: the bare target (gfx1010), not the feature suffix
+/// (gfx1010:xnack-). Empty when the runtime gave no gfx name: hipRTC then compiles for the
+/// current device itself, where `--offload-arch=unknown` would fail.
+fn offload_arch(gcn_arch_name: &str) -> String {
+    let bare = gcn_arch_name.split(':').next().unwrap_or_default();
+    if bare.starts_with("gfx") {
+        bare.to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// The offline half of `selftest`: loads the HIP runtime and hipRTC the way a worker does (no
+/// hipInit, so no GPU is needed), compiles the kernels for `arch` and checks the code object.
+/// Returns a one-line description of what passed.
+pub fn compile_check(arch: &str) -> Result<String, String> {
+    let hip = Hip::load()?;
+    let rtc = hiprtc::Hiprtc::load(&hip)?;
+    let code = kernels::compile_checked(&rtc, arch).map_err(|e| e.to_string())?;
+    let (a, b, c) = hip.version;
+    Ok(format!(
+        "{} bytes, {} kernels, hipRTC of HIP {a}.{b}.{c} ({})",
+        code.len(),
+        kernels::names().len(),
+        rtc.path
+    ))
+}
+
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
         let hip = Hip::load()?;
@@ -242,8 +271,7 @@ impl RocmBackend {
         let stream = Stream::new(&hip).map_err(|e| e.to_string())?;
         let libs = Libs::load(&hip);
         let facts = hip::device_facts(&hip, 0);
-        // hipRTC wants the bare target (gfx1010), not the feature suffix (gfx1010:xnack-).
-        let arch = facts.arch.split(':').next().unwrap_or_default().to_string();
+        let arch = offload_arch(&facts.arch);
         let mut info = BackendInfo {
             backend: "rocm".into(),
             available: true,

@@ -291,3 +291,67 @@ fn conv_ref_kernel_nhwc() {
         );
     }
 }
+
+/// Compiles `src` with the given (include name, contents) headers; returns the status and log.
+fn rtc_compile(src: &str, headers: &[(&str, &str)]) -> (i32, String) {
+    let c = |s: &str| std::ffi::CString::new(s).unwrap();
+    let src = c(src);
+    let names: Vec<_> = headers.iter().map(|(n, _)| c(n)).collect();
+    let texts: Vec<_> = headers.iter().map(|(_, t)| c(t)).collect();
+    let name_ptrs: Vec<*const c_char> = names.iter().map(|s| s.as_ptr()).collect();
+    let text_ptrs: Vec<*const c_char> = texts.iter().map(|s| s.as_ptr()).collect();
+    unsafe {
+        let mut prog = null_mut();
+        assert_eq!(
+            hiprtcCreateProgram(
+                &mut prog,
+                src.as_ptr(),
+                c"k.hip".as_ptr(),
+                headers.len() as i32,
+                text_ptrs.as_ptr(),
+                name_ptrs.as_ptr(),
+            ),
+            0
+        );
+        let rc = hiprtcCompileProgram(prog, 0, null());
+        let mut n = 0;
+        assert_eq!(hiprtcGetProgramLogSize(prog, &mut n), 0);
+        let mut log = vec![0u8; n];
+        assert_eq!(hiprtcGetProgramLog(prog, log.as_mut_ptr().cast()), 0);
+        assert_eq!(hiprtcDestroyProgram(&mut prog), 0);
+        let log = String::from_utf8_lossy(&log)
+            .trim_end_matches('\0')
+            .to_string();
+        (rc, log)
+    }
+}
+
+#[test]
+fn hiprtc_refuses_a_header_it_was_not_given_as_the_real_one_does() {
+    let src = "#include <hip/hip_fp16.h>\nextern \"C\" __global__ void k(int* p) {}\n";
+    let (rc, log) = rtc_compile(src, &[]);
+    assert_eq!(rc, 6, "HIPRTC_ERROR_COMPILATION: {log}");
+    assert!(
+        log.contains("k.hip:1: fatal error: 'hip/hip_fp16.h' file not found"),
+        "{log}"
+    );
+    // The same include is fine when the header is handed to hiprtcCreateProgram.
+    let (rc, log) = rtc_compile(src, &[("hip/hip_fp16.h", "// given\n")]);
+    assert_eq!(rc, 0, "{log}");
+    // Redefining what the built-in runtime header already defines is an error too.
+    let (rc, log) = rtc_compile("struct __half_raw { unsigned short x; };\n", &[]);
+    assert_eq!(rc, 6);
+    assert!(log.contains("redefinition of '__half_raw'"), "{log}");
+}
+
+#[test]
+fn hiprtc_accepts_the_project_kernels() {
+    let src = [
+        include_str!("../../../kernels/prelude.h"),
+        include_str!("../../../kernels/cast.cu"),
+        include_str!("../../../kernels/conv_ref.cu"),
+    ]
+    .join("\n");
+    let (rc, log) = rtc_compile(&src, &[]);
+    assert_eq!(rc, 0, "{log}");
+}

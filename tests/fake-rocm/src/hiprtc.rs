@@ -4,9 +4,8 @@
 
 use crate::Registry;
 use crate::model;
+use crate::rtc_source;
 use std::ffi::{c_char, c_void};
-
-pub const CODE_MAGIC: &[u8] = b"FAKE-ROCM-CODE\0";
 
 const SUCCESS: i32 = 0;
 const INVALID_INPUT: i32 = 3;
@@ -30,8 +29,9 @@ const NAMES: &[(i32, &str)] = &[
 #[derive(Clone)]
 struct Program {
     name: String,
-    /// Headers' contents first, then the source: one text to scan.
+    /// The source alone; the headers given to hiprtcCreateProgram are kept by include name.
     text: String,
+    headers: Vec<(String, String)>,
     log: String,
     code: Option<Vec<u8>>,
 }
@@ -165,16 +165,66 @@ pub fn kernel_names(src: &str) -> Vec<String> {
     names
 }
 
-/// The code object: magic, `arch=...`, then one kernel name per line, NUL-terminated.
+/// The code object, in the real one's format as far as rocsweep reads it: a 64-bit AMDGPU ELF
+/// (e_machine 224, ET_DYN, the target's machine flags), each kernel defined as `NAME` and
+/// `NAME.kd`, and a note naming `amdgcn-amd-amdhsa--ARCH`. The ELF is written as a relocatable
+/// x86-64 object and its header patched: the fake runs no device code, so no loader reads more.
 pub fn code_object(arch: &str, names: &[String]) -> Vec<u8> {
-    let mut v = CODE_MAGIC.to_vec();
-    v.extend_from_slice(format!("arch={arch}\n").as_bytes());
-    for n in names {
-        v.extend_from_slice(n.as_bytes());
-        v.push(b'\n');
+    use object::write::{Object, StandardSection, Symbol, SymbolSection};
+    use object::{Architecture, BinaryFormat, Endianness, SymbolFlags, SymbolKind, SymbolScope};
+    let mut obj = Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+    let text = obj.section_id(StandardSection::Text);
+    let note = obj.add_section(Vec::new(), b".note".to_vec(), object::SectionKind::Note);
+    let mut desc = format!("amdhsa.target\0amdgcn-amd-amdhsa--{arch}\0").into_bytes();
+    desc.resize(desc.len().next_multiple_of(4), 0);
+    obj.append_section_data(note, &desc, 4);
+    for (i, n) in names.iter().enumerate() {
+        for (name, kind) in [
+            (n.clone(), SymbolKind::Text),
+            (format!("{n}.kd"), SymbolKind::Data),
+        ] {
+            obj.add_symbol(Symbol {
+                name: name.into_bytes(),
+                value: i as u64 * 4,
+                size: 4,
+                kind,
+                scope: SymbolScope::Dynamic,
+                weak: false,
+                section: SymbolSection::Section(text),
+                flags: SymbolFlags::None,
+            });
+        }
     }
-    v.push(0);
-    v
+    obj.append_section_data(text, &vec![0u8; names.len().max(1) * 4], 4);
+    let mut bytes = obj.write().unwrap_or_default();
+    if bytes.len() >= 52 {
+        bytes[16..18].copy_from_slice(&3u16.to_le_bytes()); // ET_DYN
+        bytes[18..20].copy_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+        bytes[48..52].copy_from_slice(&mach(arch).to_le_bytes());
+    }
+    bytes
+}
+
+/// EF_AMDGPU_MACH of the targets the fake's models use (0 for others; rocsweep then checks
+/// the note alone).
+fn mach(arch: &str) -> u32 {
+    match arch {
+        "gfx1010" => 0x33,
+        "gfx1030" => 0x36,
+        "gfx90a" => 0x3f,
+        _ => 0,
+    }
+}
+
+/// The kernel names of a code object made by `code_object`, or None when it is not one.
+pub fn kernels_in(code: &[u8]) -> Option<Vec<String>> {
+    use object::{Object, ObjectSymbol};
+    let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(code).ok()?;
+    let names: Vec<String> = elf
+        .symbols()
+        .filter_map(|s| s.name().ok()?.strip_suffix(".kd").map(String::from))
+        .collect();
+    Some(names)
 }
 
 #[unsafe(no_mangle)]
@@ -184,29 +234,38 @@ pub unsafe extern "C" fn hiprtcCreateProgram(
     name: *const c_char,
     num_headers: i32,
     headers: *const *const c_char,
-    _include_names: *const *const c_char,
+    include_names: *const *const c_char,
 ) -> i32 {
     call(|| {
         // SAFETY: NUL-terminated strings and an array of num_headers of them (the C contract).
         let Some(src) = (unsafe { crate::text(src) }) else {
             return INVALID_INPUT;
         };
-        if prog.is_null() || num_headers < 0 || (num_headers > 0 && headers.is_null()) {
+        if prog.is_null()
+            || num_headers < 0
+            || (num_headers > 0 && (headers.is_null() || include_names.is_null()))
+        {
             return INVALID_INPUT;
         }
-        let mut text = String::new();
+        let mut provided = Vec::new();
         for i in 0..num_headers as usize {
             // SAFETY: as above.
-            if let Some(h) = unsafe { crate::text(*headers.add(i)) } {
-                text.push_str(&h);
-                text.push('\n');
+            let (h, n) = unsafe {
+                (
+                    crate::text(*headers.add(i)),
+                    crate::text(*include_names.add(i)),
+                )
+            };
+            match (h, n) {
+                (Some(h), Some(n)) => provided.push((n, h)),
+                _ => return INVALID_INPUT,
             }
         }
-        text.push_str(&src);
         let p = Program {
             // SAFETY: as above.
             name: unsafe { crate::text(name) }.unwrap_or_else(|| "default_program".into()),
-            text,
+            text: src,
+            headers: provided,
             log: String::new(),
             code: None,
         };
@@ -239,24 +298,57 @@ pub unsafe extern "C" fn hiprtcCompileProgram(
                 arch = a.to_string();
             }
         }
-        let status = match error_directive(&p.text) {
-            Some((line, msg)) => {
+        let status = match compile_text(&p) {
+            Err((line, msg)) => {
                 p.log = format!(
-                    "{}:{line}: error: {msg}\n1 error generated when compiling for {arch}.\n",
+                    "{}:{line}: {msg}\n1 error generated when compiling for {arch}.\n",
                     p.name
                 );
                 p.code = None;
                 COMPILATION
             }
-            None => {
+            Ok(text) => {
                 p.log.clear();
-                p.code = Some(code_object(&arch, &kernel_names(&p.text)));
+                p.code = Some(code_object(&arch, &kernel_names(&text)));
                 SUCCESS
             }
         };
         PROGRAMS.with(prog as usize, |slot| *slot = p);
         status
     })
+}
+
+/// The text the compiler sees (headers first, then the source's active lines), or the first
+/// error as (line, message).
+fn compile_text(p: &Program) -> Result<String, (usize, String)> {
+    let hip = model::get()
+        .map(|m| (m.versions.hip.major, m.versions.hip.minor))
+        .unwrap_or((0, 0));
+    let defined = rtc_source::builtin_macros(hip);
+    let names: Vec<String> = p.headers.iter().map(|(n, _)| n.clone()).collect();
+    let mut text = String::new();
+    for (_, h) in &p.headers {
+        let lines =
+            rtc_source::active_lines(h, &names, &defined).map_err(|e| (e.line, e.message))?;
+        lines
+            .iter()
+            .for_each(|(_, l)| text.push_str(&format!("{l}\n")));
+    }
+    let lines =
+        rtc_source::active_lines(&p.text, &names, &defined).map_err(|e| (e.line, e.message))?;
+    if let Some(e) = rtc_source::redefinition(&lines, &defined) {
+        return Err((e.line, e.message));
+    }
+    let mut src = String::new();
+    for (n, l) in &lines {
+        if let Some((_, msg)) = error_directive(l) {
+            return Err((*n, format!("error: {msg}")));
+        }
+        src.push_str(l);
+        src.push('\n');
+    }
+    text.push_str(&src);
+    Ok(text)
 }
 
 fn with_program(prog: *mut c_void, f: impl FnOnce(&Program) -> i32) -> i32 {

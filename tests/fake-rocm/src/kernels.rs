@@ -9,9 +9,8 @@ use crate::conv::{self, Shape, Tensor};
 use crate::elem::{self, DType};
 use crate::faults::{self, Action, Lib, V};
 use crate::hip::{self, E};
-use crate::hiprtc::CODE_MAGIC;
 use crate::memory;
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,24 +52,29 @@ struct Function {
 static MODULES: Registry<Vec<String>> = Registry::new();
 static FUNCTIONS: Registry<Function> = Registry::new();
 
-/// The kernel names in a fake code object, or None when `image` is not one.
+/// The kernel names in a code object, or None when `image` is not one. The C call passes no
+/// size: as the real loader does, the ELF header says where the file ends (its section table).
 unsafe fn parse_image(image: *const u8) -> Option<Vec<String>> {
-    for (i, want) in CODE_MAGIC.iter().enumerate() {
-        // SAFETY: bytes are read one at a time and stop at the first mismatch, so a shorter
+    const HEADER: usize = 64;
+    for (i, want) in b"\x7fELF\x02".iter().enumerate() {
+        // SAFETY: one byte at a time, stopping at the first mismatch, so a shorter
         // NUL-terminated image is never read past its end.
         if unsafe { *image.add(i) } != *want {
             return None;
         }
     }
-    // SAFETY: a fake code object is NUL-terminated after the magic.
-    let body = unsafe { CStr::from_ptr(image.add(CODE_MAGIC.len()).cast()) };
-    Some(
-        body.to_string_lossy()
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with("arch="))
-            .map(String::from)
-            .collect(),
-    )
+    // SAFETY: an ELF64 file starts with a 64-byte header, which the real hipModuleLoadData
+    // reads the same way.
+    let hdr = unsafe { std::slice::from_raw_parts(image, HEADER) };
+    let u64_at = |o: usize| u64::from_le_bytes(hdr[o..o + 8].try_into().unwrap_or([0; 8]));
+    let u16_at = |o: usize| u16::from_le_bytes([hdr[o], hdr[o + 1]]);
+    let end = u64_at(0x28) + u64::from(u16_at(0x3a)) * u64::from(u16_at(0x3c));
+    if !(HEADER as u64..1 << 26).contains(&end) {
+        return None;
+    }
+    // SAFETY: the header says the image holds `end` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(image, end as usize) };
+    crate::hiprtc::kernels_in(bytes)
 }
 
 #[unsafe(no_mangle)]

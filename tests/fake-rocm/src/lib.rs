@@ -30,6 +30,7 @@ mod miopen_conv;
 mod miopen_exports;
 mod model;
 mod rocblas;
+mod rtc_source;
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char};

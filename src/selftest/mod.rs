@@ -1,0 +1,172 @@
+//! `rocsweep selftest`: does this backend work on this machine? First the checks that need no
+//! GPU (ROCm: the kernels compiled by the real hipRTC for each target), then one tiny case of
+//! every op and every library the backend loads, run in workers under the watchdog exactly as
+//! a sweep's units are. One line per check, a verdict, and what to send when one fails.
+
+mod cases;
+mod compile;
+
+use crate::exec::handle::WorkerSpec;
+use crate::exec::supervisor::{Env, Supervisor};
+use crate::exec::unit::{Outcome, Policies};
+use crate::exit;
+use crate::results::status::Status;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+/// A check's verdict as printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    /// The library says it cannot run the case here (not a failure of the backend).
+    Unsupported,
+    Fail,
+}
+
+impl Verdict {
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Unsupported => "UNSUPPORTED",
+            Verdict::Fail => "FAIL",
+        }
+    }
+}
+
+fn line(v: Verdict, what: &str, detail: &str) {
+    println!("{:<11} {what}  {detail}", v.word());
+}
+
+pub fn command(backend: &str, archs: &[String]) -> i32 {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the rocsweep executable: {e}");
+            return exit::FAILURE;
+        }
+    };
+    let mut failed = 0;
+    if backend == "rocm" {
+        failed += compile_checks(&exe, archs);
+    }
+    let logs = std::env::temp_dir().join(format!("rocsweep-selftest-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&logs) {
+        eprintln!("error: {}: {e}", logs.display());
+        return exit::FAILURE;
+    }
+    let code = match device_checks(&exe, backend, &logs) {
+        Ok(n) => {
+            failed += n;
+            if failed == 0 {
+                println!("selftest: every check passed");
+                exit::OK
+            } else {
+                println!("selftest: {failed} check(s) failed");
+                exit::UNITS_FAILED
+            }
+        }
+        Err(why) => {
+            println!("selftest: the {backend} backend cannot run here: {why}");
+            exit::BACKEND_UNAVAILABLE
+        }
+    };
+    if failed == 0 {
+        let _ = std::fs::remove_dir_all(&logs);
+    } else {
+        println!(
+            "To report it, send this output, `rocsweep probe --backend {backend}`, and the worker logs in {}",
+            logs.display()
+        );
+    }
+    code
+}
+
+/// Prints one line per target; returns how many failed.
+fn compile_checks(exe: &Path, archs: &[String]) -> usize {
+    let mut failed = 0;
+    for arch in archs.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
+        let what = format!("compile kernels for {arch} (hipRTC, no GPU needed)");
+        match compile::check(exe, arch) {
+            Ok(detail) => line(Verdict::Pass, &what, &detail),
+            Err(why) => {
+                failed += 1;
+                line(Verdict::Fail, &what, &why);
+            }
+        }
+    }
+    failed
+}
+
+/// Opens the backend in a worker (its handshake says whether it can run here) and runs every
+/// tiny case there. Err when the backend cannot run.
+fn device_checks(exe: &Path, backend: &str, logs: &Path) -> Result<usize, String> {
+    let spec = WorkerSpec {
+        exe: exe.to_path_buf(),
+        backend: backend.to_string(),
+        ..WorkerSpec::default()
+    };
+    let checks = cases::all(backend)?;
+    let limits = checks
+        .first()
+        .map(|c| c.policies.limits.clone())
+        .unwrap_or_default();
+    let mut sup = Supervisor::new(
+        spec,
+        PathBuf::from(logs),
+        limits,
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let env = Env {
+        index: 0,
+        vars: &[],
+    };
+    let info = sup.start(env).map_err(|o| o.error)?;
+    for d in &info.devices {
+        println!("device: {d}");
+    }
+    for (lib, v) in &info.versions {
+        println!("  {lib}: {v}");
+    }
+    let mut failed = 0;
+    for (i, c) in checks.iter().enumerate() {
+        let o = sup.run_unit(
+            &format!("selftest-{i}"),
+            &c.case,
+            &c.case.solver,
+            &c.policies,
+            env,
+            &mut |_| {},
+        );
+        let v = verdict(&o);
+        failed += usize::from(v == Verdict::Fail);
+        line(v, &c.label, &detail(&o));
+    }
+    sup.shutdown();
+    Ok(failed)
+}
+
+fn verdict(o: &Outcome) -> Verdict {
+    match o.status {
+        Status::Ok => Verdict::Pass,
+        Status::Unsupported => Verdict::Unsupported,
+        _ => Verdict::Fail,
+    }
+}
+
+fn detail(o: &Outcome) -> String {
+    let first = o.error.lines().next().unwrap_or("").trim();
+    match (o.status, &o.stats) {
+        (Status::Ok, Some(s)) => format!("ok, median {:.4} ms", s.median * 1e3),
+        (Status::Ok, None) => "ok".into(),
+        (st, _) if o.phase.is_empty() => format!("{}: {first}", st.name()),
+        (st, _) => format!("{} in {}: {first}", st.name(), o.phase),
+    }
+}
+
+/// One check: a label for the line, the case, and the policies it runs under.
+struct Check {
+    label: String,
+    case: crate::op::Case,
+    policies: Policies,
+}
