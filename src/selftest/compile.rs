@@ -55,7 +55,7 @@ pub fn check(exe: &Path, arch: &str) -> Result<String, String> {
     let said = stdout.trim();
     match status {
         Some(st) if st.success() => Ok(said.to_string()),
-        Some(st) if st.code().is_some() => Err(said.to_string()),
+        Some(st) if st.code().is_some() => Err(said.lines().next().unwrap_or("").to_string()),
         Some(st) => Err(format!(
             "the compiler process was {}{}",
             describe_exit(Some(st)),

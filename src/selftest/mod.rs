@@ -55,21 +55,25 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
         eprintln!("error: {}: {e}", logs.display());
         return exit::FAILURE;
     }
-    let code = match device_checks(&exe, backend, &logs) {
+    let unavailable = match device_checks(&exe, backend, &logs) {
         Ok(n) => {
             failed += n;
-            if failed == 0 {
-                println!("selftest: every check passed");
-                exit::OK
-            } else {
-                println!("selftest: {failed} check(s) failed");
-                exit::UNITS_FAILED
-            }
+            false
         }
         Err(why) => {
             println!("selftest: the {backend} backend cannot run here: {why}");
-            exit::BACKEND_UNAVAILABLE
+            true
         }
+    };
+    // A failed check outranks a missing device: it is what a bug report is about.
+    let code = if failed > 0 {
+        println!("selftest: {failed} check(s) failed");
+        exit::UNITS_FAILED
+    } else if unavailable {
+        exit::BACKEND_UNAVAILABLE
+    } else {
+        println!("selftest: every check passed");
+        exit::OK
     };
     if failed == 0 {
         let _ = std::fs::remove_dir_all(&logs);

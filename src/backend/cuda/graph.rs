@@ -75,6 +75,13 @@ fn capture_graph(gpu: &Gpu, steps: &mut Steps) -> Result<Exec, UnitError> {
     // End the capture whatever happened, so the stream is usable again.
     // SAFETY: ends the capture begun above on our own stream.
     let ended = unsafe { dr::stream::end_capture(gpu.stream.cu_stream()) };
+    if launched.is_err()
+        && let Ok(g) = &ended
+        && !g.is_null()
+    {
+        // SAFETY: a graph the failed capture made; destroyed once, here.
+        let _ = unsafe { dr::graph::destroy(*g) };
+    }
     launched.map_err(|e| match e {
         UnitError::Library {
             library,
@@ -169,6 +176,9 @@ pub fn prepare(
     };
     let graph = if capture {
         phases.phase("compile");
+        // One eager run first, so the libraries allocate workspaces and load kernels outside
+        // the capture (as on ROCm).
+        steps.launch(gpu)?;
         Some(capture_graph(gpu, &mut steps)?)
     } else {
         None

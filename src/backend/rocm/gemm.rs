@@ -21,18 +21,10 @@ const MAX_ALGOS: usize = 64;
 const WORKSPACE: u64 = 64 << 20;
 
 pub fn hipblaslt_version(l: &HipblasltRef) -> String {
-    let Some(f) = l.api.hipblasLtGetVersion else {
-        return "unknown".into();
-    };
-    let Ok(h) = Obj::handle(l) else {
-        return "unknown".into();
-    };
-    let mut v: c_int = 0;
-    // SAFETY: a live handle and an out-pointer to a live int.
-    if unsafe { f(h.raw, &mut v) } != 0 {
-        return "unknown".into();
+    match l.version {
+        Some(v) => format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100),
+        None => "unknown".into(),
     }
-    format!("{}.{}.{}", v / 100_000, (v / 100) % 1000, v % 100)
 }
 
 /// Descriptors for one problem (column-major view: A' = B, B' = A).

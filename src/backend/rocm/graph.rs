@@ -127,6 +127,11 @@ pub fn prepare(
     };
     let graph = if capture {
         phases.phase("compile");
+        // One eager run first, so the libraries allocate their workspaces and compile their
+        // kernels outside the capture: rocBLAS grows its workspace with hipMalloc, which a
+        // capture rejects unless ROCBLAS_STREAM_ORDER_ALLOC is set, and MIOpen may poll the
+        // stream during its first launch.
+        steps.launch(dev)?;
         dev.stream.sync()?;
         Some(GraphExec::capture(&dev.hip, &dev.stream, || {
             steps.launch(dev)

@@ -19,7 +19,10 @@ pub const SONAMES: &[&str] = &[
 pub const MEMCPY_H2D: c_int = 1;
 pub const MEMCPY_D2H: c_int = 2;
 pub const MEMCPY_D2D: c_int = 3;
-pub const CAPTURE_MODE_GLOBAL: c_int = 0;
+/// hipStreamCaptureModeThreadLocal: the capture rejects unsafe calls made by this thread only, so
+/// another thread's hipEventQuery or synchronous call cannot invalidate it (and HIP 7.0, which
+/// fails hipEventQuery during a global-mode capture, does not fail the libraries that poll).
+pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 pub const ATTR_CLOCK_RATE: c_int = 5;
 pub const ATTR_L2_CACHE_SIZE: c_int = 19;
 pub const ATTR_MEMORY_BUS_WIDTH: c_int = 59;
@@ -431,7 +434,7 @@ impl GraphExec {
         };
         // SAFETY: a live stream.
         hip.check(
-            unsafe { (hip.api.hipStreamBeginCapture)(s.raw, CAPTURE_MODE_GLOBAL) },
+            unsafe { (hip.api.hipStreamBeginCapture)(s.raw, CAPTURE_MODE_THREAD_LOCAL) },
             "hipStreamBeginCapture",
         )
         .map_err(|e| stage("capture", e))?;
@@ -439,6 +442,10 @@ impl GraphExec {
         let mut graph = std::ptr::null_mut();
         // SAFETY: ends the capture begun above, whatever the body did.
         let end = unsafe { (hip.api.hipStreamEndCapture)(s.raw, &mut graph) };
+        if body.is_err() && !graph.is_null() {
+            // SAFETY: a graph EndCapture made for a body that failed; destroyed once, here.
+            unsafe { (hip.api.hipGraphDestroy)(graph) };
+        }
         body.map_err(|e| stage("capture", e))?;
         hip.check(end, "hipStreamEndCapture")
             .map_err(|e| stage("capture", e))?;

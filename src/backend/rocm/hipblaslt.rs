@@ -1,6 +1,8 @@
-//! hipBLASLt: raw symbols, statuses as Results, owning handles. The type enums changed in ROCm
-//! 6.0 (hipDataType / hipblasComputeType_t replaced hipblasDatatype_t / hipblasLtComputeType_t)
-//! and so did the matrix-layout attribute numbers; `Enums` picks the set by the HIP major.
+//! hipBLASLt: raw symbols, statuses as Results, owning handles. The type enums changed in
+//! hipBLASLt 0.6.0, shipped with ROCm 6.0 (hipDataType / hipblasComputeType_t replaced
+//! hipblasDatatype_t / hipblasLtComputeType_t); `Enums` picks the set by the version of the
+//! hipBLASLt actually loaded (its own hipblasLtGetVersion), which need not match the HIP
+//! runtime's release when libraries from two releases are mixed.
 
 use super::hip::Ptr;
 use super::loader::{self, api};
@@ -87,9 +89,19 @@ pub struct Enums {
 pub const LAYOUT_BATCH_COUNT: c_int = 0;
 pub const LAYOUT_STRIDED_BATCH_OFFSET: c_int = 1;
 
+/// hipblasLtGetVersion's value of hipBLASLt 0.6.0 (major * 100000 + minor * 100 + patch), the
+/// first with hipDataType and hipblasComputeType_t.
+pub const FIRST_HIPDATATYPE_VERSION: c_int = 600;
+
 impl Enums {
-    pub fn for_rocm_major(major: i32) -> Enums {
-        if major >= 6 {
+    /// The enum set of a hipBLASLt that reports `version`; without one (no version call, or it
+    /// failed), the set of the HIP runtime's release.
+    pub fn for_library(version: Option<c_int>, hip_major: i32) -> Enums {
+        let new = match version {
+            Some(v) => v >= FIRST_HIPDATATYPE_VERSION,
+            None => hip_major >= 6,
+        };
+        if new {
             Enums {
                 f32: 0,
                 f16: 2,
@@ -98,7 +110,7 @@ impl Enums {
                 compute_tf32: 6,
             }
         } else {
-            // ROCm 5.7: hipblasDatatype_t and hipblasLtComputeType_t.
+            // hipBLASLt before 0.6 (ROCm 5.7): hipblasDatatype_t and hipblasLtComputeType_t.
             Enums {
                 f32: 151,
                 f16: 150,
@@ -122,6 +134,8 @@ pub struct Hipblaslt {
     pub api: HipblasltApi,
     pub path: String,
     pub enums: Enums,
+    /// hipblasLtGetVersion's value, where the library answered.
+    pub version: Option<c_int>,
 }
 
 pub type HipblasltRef = Arc<Hipblaslt>;
@@ -136,13 +150,14 @@ impl Hipblaslt {
                 hip_version.0, hip_version.1, hip_version.2
             ));
         }
-        let rocm_major = hip_version.0;
         let l = loader::open(SONAMES).map_err(|e| format!("hipBLASLt (libhipblaslt) {e}"))?;
         let api = HipblasltApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
+        let version = library_version(&api);
         Ok(Arc::new(Hipblaslt {
+            enums: Enums::for_library(version, hip_version.0),
             api,
             path: l.path,
-            enums: Enums::for_rocm_major(rocm_major),
+            version,
         }))
     }
 
@@ -160,6 +175,22 @@ impl Hipblaslt {
             message: what.to_string(),
         })
     }
+}
+
+/// hipblasLtGetVersion through a handle of its own (the call needs one).
+fn library_version(api: &HipblasltApi) -> Option<c_int> {
+    let f = api.hipblasLtGetVersion?;
+    let mut h: H = std::ptr::null_mut();
+    // SAFETY: an out-pointer to a live handle variable.
+    if unsafe { (api.hipblasLtCreate)(&mut h) } != 0 || h.is_null() {
+        return None;
+    }
+    let mut v: c_int = 0;
+    // SAFETY: a live handle and an out-pointer to a live int.
+    let rc = unsafe { f(h, &mut v) };
+    // SAFETY: created above, destroyed once.
+    unsafe { (api.hipblasLtDestroy)(h) };
+    (rc == 0 && v > 0).then_some(v)
 }
 
 pub fn status_name(rc: c_int) -> String {
@@ -281,5 +312,22 @@ impl Obj {
             },
             what,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_enum_set_follows_the_loaded_hipblaslt_not_the_hip_release() {
+        // hipBLASLt 0.3 (ROCm 5.7) loaded beside a HIP 6 runtime keeps the old enums...
+        assert_eq!(Enums::for_library(Some(300), 6).f32, 151);
+        // ...and 0.6 (ROCm 6.0) beside HIP 5.7 has the new ones.
+        assert_eq!(Enums::for_library(Some(600), 5).f32, 0);
+        assert_eq!(Enums::for_library(Some(100_100), 7).bf16, 14);
+        // No version call: the HIP release decides.
+        assert_eq!(Enums::for_library(None, 5).compute_f32, 300);
+        assert_eq!(Enums::for_library(None, 6).compute_f32, 2);
     }
 }

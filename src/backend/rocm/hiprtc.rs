@@ -152,11 +152,18 @@ impl Hiprtc {
         }
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         let text = String::from_utf8_lossy(&buf[..end]);
-        // The tail holds the error; compiler logs can be long.
+        // The first error says what went wrong (later ones often follow from it); compiler logs
+        // can be long, so the rest is cut to its tail.
         let t = text.trim();
-        match t.char_indices().rev().nth(1500) {
+        let first = t.lines().find(|l| l.contains("error:")).unwrap_or("");
+        let tail = match t.char_indices().rev().nth(1500) {
             Some((i, _)) => format!("...{}", &t[i..]),
             None => t.to_string(),
+        };
+        if first.is_empty() || tail.starts_with(first) {
+            tail
+        } else {
+            format!("{}\n{tail}", first.trim())
         }
     }
 }

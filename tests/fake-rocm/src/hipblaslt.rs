@@ -56,7 +56,7 @@ fn ok_or(b: bool, err: i32) -> i32 {
 }
 
 fn data_type(m: &Model, v: i32) -> Option<DType> {
-    match (m.rocm6(), v) {
+    match (m.hipblaslt_hipdatatype(), v) {
         (true, 0) | (false, 151) => Some(DType::F32),
         (true, 2) | (false, 150) => Some(DType::F16),
         (true, 14) | (false, 168) => Some(DType::Bf16),
@@ -67,7 +67,7 @@ fn data_type(m: &Model, v: i32) -> Option<DType> {
 /// Compute types rocblaslt accepts: 32F and its fast variants (16F, the plain half compute type,
 /// is refused with INVALID_VALUE, as rocblaslt_matmul_desc_create does).
 fn compute_type_known(m: &Model, v: i32) -> bool {
-    if m.rocm6() {
+    if m.hipblaslt_hipdatatype() {
         matches!(v, 2 | 4 | 5 | 6)
     } else {
         matches!(v, 300 | 301)
@@ -218,7 +218,11 @@ pub unsafe extern "C" fn hipblasLtMatrixLayoutSetAttribute(
         }
         // (type, batch count, batch stride) attribute numbers: BATCH_COUNT 0 and
         // STRIDED_BATCH_OFFSET 1 in every release; TYPE (2) exists from ROCm 6.0 on.
-        let (ty, count, stride) = if m.rocm6() { (2, 0, 1) } else { (-1, 0, 1) };
+        let (ty, count, stride) = if m.hipblaslt_hipdatatype() {
+            (2, 0, 1)
+        } else {
+            (-1, 0, 1)
+        };
         // SAFETY: buf holds `size` bytes, checked against each attribute's type.
         let (v4, v8) = unsafe { (crate::get(buf.cast::<i32>()), crate::get(buf.cast::<i64>())) };
         let change: Box<dyn FnOnce(&mut Layout) -> bool> = match (attr, size) {

@@ -198,9 +198,11 @@ impl Model {
         })
     }
 
-    /// ROCm 6 changed hipBLASLt's type enums and layout attributes.
-    pub fn rocm6(&self) -> bool {
-        self.versions.hip.major >= 6
+    /// hipBLASLt 0.6.0 (ROCm 6.0) changed its type enums to hipDataType and
+    /// hipblasComputeType_t: the library's own version decides, as in the real one.
+    pub fn hipblaslt_hipdatatype(&self) -> bool {
+        let v = &self.versions.hipblaslt;
+        (v.major, v.minor) >= (0, 6)
     }
 }
 
@@ -240,7 +242,7 @@ mod tests {
         assert_eq!(m.device.count, 1);
         assert_eq!(m.device.arch, "gfx1100");
         assert_eq!(m.versions.hip.major, 6);
-        assert!(m.rocm6());
+        assert!(m.hipblaslt_hipdatatype());
         assert_eq!(m.miopen.fwd, vec![85, 11, 53, 91, 9999]);
         assert_eq!(m.hipblaslt.algos, 4);
         assert!(m.rules.is_empty());
@@ -258,6 +260,7 @@ memory_gib = 8
 [versions]
 hip = "5.7.31921"
 miopen = "2.20.0"
+hipblaslt = "0.3.0"
 [miopen]
 fwd = [91]
 [[fault]]
@@ -280,7 +283,7 @@ solvers = [53, 91]
                 patch: 31921
             }
         );
-        assert!(!m.rocm6());
+        assert!(!m.hipblaslt_hipdatatype());
         assert_eq!(m.versions.hiprand.major, 2);
         assert_eq!(m.miopen.bwd_data, vec![86, 97]);
         assert_eq!(m.rules.len(), 1);
