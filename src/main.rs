@@ -191,16 +191,7 @@ fn main() {
             Err(e) => report(e),
         },
         Command::Selftest { backend, arch } => rocsweep::selftest::command(&backend, &arch),
-        Command::CompileCheck { arch } => match rocsweep::backend::rocm::compile_check(&arch) {
-            Ok(what) => {
-                println!("{what}");
-                exit::OK
-            }
-            Err(why) => {
-                println!("{why}");
-                exit::FAILURE
-            }
-        },
+        Command::CompileCheck { arch } => rocsweep::selftest::compile_check_command(&arch),
         Command::ListOps => {
             print!("{}", rocsweep::commands::list_ops_text());
             exit::OK

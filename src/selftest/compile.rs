@@ -14,8 +14,23 @@ use std::time::{Duration, Instant};
 pub const LIMIT: Duration = Duration::from_secs(180);
 const POLL: Duration = Duration::from_millis(20);
 
-/// One target's verdict: Ok(what passed) or Err(why not).
-pub fn check(exe: &Path, arch: &str) -> Result<String, String> {
+/// One target's verdict.
+pub enum Verdict {
+    Passed(String),
+    /// No HIP runtime or hipRTC here: nothing could be checked.
+    Unavailable(String),
+    Failed(String),
+}
+
+/// One target's verdict, from a child process of its own.
+pub fn check(exe: &Path, arch: &str) -> Verdict {
+    match run(exe, arch) {
+        Ok(v) => v,
+        Err(why) => Verdict::Failed(why),
+    }
+}
+
+fn run(exe: &Path, arch: &str) -> Result<Verdict, String> {
     let mut child = Command::new(exe)
         .args(["compile-check", arch])
         .stdin(Stdio::null())
@@ -53,16 +68,20 @@ pub fn check(exe: &Path, arch: &str) -> Result<String, String> {
     let stdout = out_t.join().unwrap_or_default();
     let stderr = err_t.join().unwrap_or_default();
     let said = stdout.trim();
-    match status {
-        Some(st) if st.success() => Ok(said.to_string()),
-        Some(st) if st.code().is_some() => Err(said.lines().next().unwrap_or("").to_string()),
-        Some(st) => Err(format!(
+    let first = said.lines().next().unwrap_or("").to_string();
+    Ok(match status {
+        Some(st) if st.success() => Verdict::Passed(first),
+        Some(st) if st.code() == Some(crate::exit::BACKEND_UNAVAILABLE) => {
+            Verdict::Unavailable(first)
+        }
+        Some(st) if st.code().is_some() => Verdict::Failed(first),
+        Some(st) => Verdict::Failed(format!(
             "the compiler process was {}{}",
             describe_exit(Some(st)),
             last_line(&stderr)
         )),
-        None => Err(format!("hang: no answer in {} s (killed)", LIMIT.as_secs())),
-    }
+        None => Verdict::Failed(format!("hang: no answer in {} s (killed)", LIMIT.as_secs())),
+    })
 }
 
 fn last_line(s: &str) -> String {

@@ -21,6 +21,8 @@ enum Verdict {
     Pass,
     /// The library says it cannot run the case here (not a failure of the backend).
     Unsupported,
+    /// What the check needs is not installed here: nothing was checked.
+    Unavailable,
     Fail,
 }
 
@@ -29,6 +31,7 @@ impl Verdict {
         match self {
             Verdict::Pass => "PASS",
             Verdict::Unsupported => "UNSUPPORTED",
+            Verdict::Unavailable => "UNAVAILABLE",
             Verdict::Fail => "FAIL",
         }
     }
@@ -86,14 +89,28 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
     code
 }
 
+/// `rocsweep compile-check ARCH` (internal, the child process of one compile check): prints one
+/// line, exits 0 (passed), 5 (no HIP runtime or hipRTC here) or 1 (failed).
+pub fn compile_check_command(arch: &str) -> i32 {
+    use crate::backend::rocm::{CompileCheckError, compile_check};
+    let (text, code) = match compile_check(arch) {
+        Ok(what) => (what, exit::OK),
+        Err(CompileCheckError::Missing(why)) => (why, exit::BACKEND_UNAVAILABLE),
+        Err(CompileCheckError::Failed(why)) => (why, exit::FAILURE),
+    };
+    println!("{text}");
+    code
+}
+
 /// Prints one line per target; returns how many failed.
 fn compile_checks(exe: &Path, archs: &[String]) -> usize {
     let mut failed = 0;
     for arch in archs.iter().map(|a| a.trim()).filter(|a| !a.is_empty()) {
         let what = format!("compile kernels for {arch} (hipRTC, no GPU needed)");
         match compile::check(exe, arch) {
-            Ok(detail) => line(Verdict::Pass, &what, &detail),
-            Err(why) => {
+            compile::Verdict::Passed(detail) => line(Verdict::Pass, &what, &detail),
+            compile::Verdict::Unavailable(why) => line(Verdict::Unavailable, &what, &why),
+            compile::Verdict::Failed(why) => {
                 failed += 1;
                 line(Verdict::Fail, &what, &why);
             }

@@ -243,13 +243,23 @@ fn offload_arch(gcn_arch_name: &str) -> String {
     }
 }
 
+/// Why the offline half of `selftest` did not pass.
+#[derive(Debug)]
+pub enum CompileCheckError {
+    /// The HIP runtime or hipRTC is not installed here: nothing was checked.
+    Missing(String),
+    /// hipRTC refused the source, or its code object is not what the backend needs.
+    Failed(String),
+}
+
 /// The offline half of `selftest`: loads the HIP runtime and hipRTC the way a worker does (no
 /// hipInit, so no GPU is needed), compiles the kernels for `arch` and checks the code object.
 /// Returns a one-line description of what passed.
-pub fn compile_check(arch: &str) -> Result<String, String> {
-    let hip = Hip::load()?;
-    let rtc = hiprtc::Hiprtc::load(&hip)?;
-    let code = kernels::compile_checked(&rtc, arch).map_err(|e| e.to_string())?;
+pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
+    let hip = Hip::load().map_err(CompileCheckError::Missing)?;
+    let rtc = hiprtc::Hiprtc::load(&hip).map_err(CompileCheckError::Missing)?;
+    let code = kernels::compile_checked(&rtc, arch)
+        .map_err(|e| CompileCheckError::Failed(e.to_string()))?;
     let (a, b, c) = hip.version;
     Ok(format!(
         "{} bytes, {} kernels, hipRTC of HIP {a}.{b}.{c} ({})",
