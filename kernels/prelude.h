@@ -68,3 +68,6 @@ typedef __half rs_half;
 
 typedef unsigned short rs_u16;
 #define RS_INDEX (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
+
+// Which bf16 conversions this build took, readable in the code object (`selftest` prints it).
+extern "C" __device__ const char rs_bf16_path[] = RS_BF16_PATH;

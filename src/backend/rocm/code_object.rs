@@ -39,6 +39,8 @@ const EF_AMDGPU_MACH: u32 = 0xff;
 pub struct Checked {
     pub bytes: usize,
     pub kernels: usize,
+    /// The prelude's `rs_bf16_path` string: which bf16 conversions the build took.
+    pub bf16_path: Option<String>,
 }
 
 /// Checks `code` against `target` ("gfx1030"; empty = not checked) and `kernels` (each must be
@@ -89,7 +91,23 @@ pub fn check(code: &[u8], target: &str, kernels: &[String]) -> Result<Checked, S
     Ok(Checked {
         bytes: code.len(),
         kernels: kernels.len(),
+        bf16_path: c_string_symbol(&elf, BF16_PATH_SYMBOL),
     })
+}
+
+/// The prelude's marker of the bf16 path the compiler took.
+pub const BF16_PATH_SYMBOL: &str = "rs_bf16_path";
+
+/// The NUL-terminated string a data symbol holds, if the code object defines it.
+fn c_string_symbol(elf: &ElfFile64<Endianness>, name: &str) -> Option<String> {
+    let sym = elf
+        .dynamic_symbols()
+        .chain(elf.symbols())
+        .find(|s| s.name().is_ok_and(|n| n == name) && s.is_definition())?;
+    let section = elf.section_by_index(sym.section_index()?).ok()?;
+    let bytes = section.data_range(sym.address(), sym.size()).ok()??;
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
 }
 
 fn head(code: &[u8]) -> &[u8] {

@@ -2,6 +2,7 @@
 //! same source files NVRTC compiles for the CUDA backend), and their launches.
 
 use super::DevRef;
+use super::code_object::{self, Checked};
 use super::hip::{DevMem, Module, Ptr};
 use super::hiprtc::Hiprtc;
 use crate::backend::UnitError;
@@ -69,19 +70,19 @@ const SPIN: &str = "spin_forever";
 
 /// Compiles the kernels for `arch` ("gfx1030"; empty = the current device's) and checks the code
 /// object before anyone loads it.
-pub fn compile_checked(rtc: &Hiprtc, arch: &str) -> Result<Vec<u8>, UnitError> {
+pub fn compile_checked(rtc: &Hiprtc, arch: &str) -> Result<(Vec<u8>, Checked), UnitError> {
     let code = rtc.compile(&source(), PROGRAM_NAME, arch)?;
-    super::code_object::check(&code, arch, &names()).map_err(|why| UnitError::Library {
+    let checked = code_object::check(&code, arch, &names()).map_err(|why| UnitError::Library {
         library: "hiprtc".into(),
         code: "bad code object".into(),
         message: why,
     })?;
-    Ok(code)
+    Ok((code, checked))
 }
 
 impl Kernels {
     pub fn compile(dev: &DevRef, rtc: &Hiprtc, arch: &str) -> Result<Kernels, UnitError> {
-        let code = compile_checked(rtc, arch)?;
+        let (code, _) = compile_checked(rtc, arch)?;
         let module = Module::load(&dev.hip, &code)?;
         Ok(Kernels {
             module: Rc::new(module),

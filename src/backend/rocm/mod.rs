@@ -258,13 +258,14 @@ pub enum CompileCheckError {
 pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
     let hip = Hip::load().map_err(CompileCheckError::Missing)?;
     let rtc = hiprtc::Hiprtc::load(&hip).map_err(CompileCheckError::Missing)?;
-    let code = kernels::compile_checked(&rtc, arch)
+    let (_, checked) = kernels::compile_checked(&rtc, arch)
         .map_err(|e| CompileCheckError::Failed(e.to_string()))?;
     let (a, b, c) = hip.version;
     Ok(format!(
-        "{} bytes, {} kernels, hipRTC of HIP {a}.{b}.{c} ({})",
-        code.len(),
-        kernels::names().len(),
+        "{} bytes, {} kernels, bf16 path {}, hipRTC of HIP {a}.{b}.{c} ({})",
+        checked.bytes,
+        checked.kernels,
+        checked.bf16_path.as_deref().unwrap_or("unknown"),
         rtc.path
     ))
 }
