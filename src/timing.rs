@@ -1,5 +1,12 @@
 //! Sampling and statistics: the first call is kept apart (compile, first touch), then warm-up,
 //! then samples until a minimum count and either the noise target or the time cap is met.
+//!
+//! Every sample carries two figures. `device` is launch-free device time: on a GPU, the calls
+//! are queued behind a kernel that holds the stream until they are all enqueued, so the events
+//! around them see only the device's work, never the host's launch cost (nvbench's method);
+//! `median_ms` and the throughput columns come from it. `call` is one call between two events,
+//! launch included: what a framework sees per call (the `call_*_ms` columns). On the CPU the two
+//! are the same wall time.
 
 use crate::spec::policy::TimingPolicy;
 use serde::{Deserialize, Serialize};
@@ -44,6 +51,49 @@ impl Stats {
     }
 }
 
+/// One timed execution, in seconds: launch-free device time per call, and one call with its
+/// launch (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    pub device: f64,
+    pub call: f64,
+}
+
+impl Sample {
+    /// A sample where both figures are the same (the CPU's wall time; a host-synchronous call).
+    pub fn same(s: f64) -> Sample {
+        Sample { device: s, call: s }
+    }
+}
+
+/// How many calls one launch-free sample may queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Batch {
+    /// As many as make the sample long enough for event resolution (`calls_per_sample`).
+    Auto,
+    /// One: a cold sample, whose caches were just flushed.
+    Single,
+}
+
+/// A launch-free sample lasts at least this long, so the events' resolution (about 0.5 us on
+/// CUDA) is under 0.5% of it.
+pub const TARGET_SAMPLE_S: f64 = 200e-6;
+/// At most this many calls are queued behind the blocking kernel: launch queues are finite
+/// (a full one would block the host, and the blocking kernel would time out).
+pub const MAX_CALLS_PER_SAMPLE: usize = 64;
+
+/// Calls to queue for one launch-free sample, from one call's time with its launch (an upper
+/// bound of its device time).
+pub fn calls_per_sample(batch: Batch, call_s: f64) -> usize {
+    match batch {
+        Batch::Single => 1,
+        Batch::Auto if call_s > 0.0 && call_s.is_finite() => {
+            ((TARGET_SAMPLE_S / call_s).ceil() as usize).clamp(1, MAX_CALLS_PER_SAMPLE)
+        }
+        Batch::Auto => MAX_CALLS_PER_SAMPLE,
+    }
+}
+
 /// Linear interpolation between closest ranks, on sorted data.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {
@@ -58,22 +108,32 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-/// Runs `call` (which returns the seconds one execution took) under `policy`. The argument of
-/// `call` says whether to evict caches first (for cold samples); that time is not counted.
+/// The statistics of one unit's samples: launch-free device time, and per call with launch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measured {
+    pub device: Stats,
+    pub call: Stats,
+}
+
+/// Runs `call` (one timed execution) under `policy`. The argument of `call` says whether to evict
+/// caches first (a cold sample); that time is not counted. The stopping rule (noise target, time
+/// cap) follows the device figure.
 pub fn measure<E>(
     policy: &TimingPolicy,
-    mut call: impl FnMut(bool) -> Result<f64, E>,
-) -> Result<Stats, E> {
+    mut call: impl FnMut(bool) -> Result<Sample, E>,
+) -> Result<Measured, E> {
     for _ in 0..policy.warmup {
         call(false)?;
     }
-    let mut samples = Vec::with_capacity(policy.min_samples as usize);
+    let mut device = Vec::with_capacity(policy.min_samples as usize);
+    let mut per_call = Vec::with_capacity(policy.min_samples as usize);
     let mut total = 0.0;
     loop {
         let t = call(policy.flush_cache)?;
-        samples.push(t);
-        total += t;
-        let n = samples.len() as u32;
+        device.push(t.device);
+        per_call.push(t.call);
+        total += t.device.max(t.call);
+        let n = device.len() as u32;
         if n >= policy.max_samples {
             break;
         }
@@ -82,13 +142,16 @@ pub fn measure<E>(
                 break;
             }
             if policy.target_noise > 0.0
-                && Stats::from_samples(&samples).rel_noise <= policy.target_noise
+                && Stats::from_samples(&device).rel_noise <= policy.target_noise
             {
                 break;
             }
         }
     }
-    Ok(Stats::from_samples(&samples))
+    Ok(Measured {
+        device: Stats::from_samples(&device),
+        call: Stats::from_samples(&per_call),
+    })
 }
 
 #[cfg(test)]
@@ -123,9 +186,13 @@ mod tests {
         let mut calls = 0;
         let s = measure::<()>(&policy(), |_| {
             calls += 1;
-            Ok(1e-3)
+            Ok(Sample {
+                device: 1e-3,
+                call: 1.2e-3,
+            })
         })
-        .unwrap();
+        .unwrap()
+        .device;
         assert_eq!(s.samples, 5);
         assert_eq!(calls, 7, "two warm-up calls plus five samples");
     }
@@ -135,9 +202,10 @@ mod tests {
         let mut i = 0u32;
         let s = measure::<()>(&policy(), |_| {
             i += 1;
-            Ok(if i.is_multiple_of(2) { 1e-3 } else { 3e-3 })
+            Ok(Sample::same(if i.is_multiple_of(2) { 1e-3 } else { 3e-3 }))
         })
-        .unwrap();
+        .unwrap()
+        .device;
         assert_eq!(s.samples, 50, "noise of 50% never meets a 5% target");
     }
 
@@ -148,8 +216,12 @@ mod tests {
             target_noise: 0.0,
             ..policy()
         };
-        let s = measure::<()>(&p, |_| Ok(0.1)).unwrap();
-        assert_eq!(s.samples, 5, "five samples of 0.1 s pass the 0.45 s cap");
+        let s = measure::<()>(&p, |_| Ok(Sample::same(0.1))).unwrap();
+        assert_eq!(
+            s.device.samples, 5,
+            "five samples of 0.1 s pass the 0.45 s cap"
+        );
+        assert_eq!(s.call.samples, 5);
     }
 
     #[test]
@@ -161,7 +233,7 @@ mod tests {
         };
         measure::<()>(&p, |flush| {
             flushes += flush as u32;
-            Ok(1e-3)
+            Ok(Sample::same(1e-3))
         })
         .unwrap();
         assert_eq!(flushes, 5);
@@ -169,7 +241,29 @@ mod tests {
 
     #[test]
     fn errors_stop_measurement() {
-        let r = measure(&policy(), |_| Err::<f64, &str>("boom"));
+        let r = measure(&policy(), |_| Err::<Sample, &str>("boom"));
         assert_eq!(r, Err("boom"));
+    }
+
+    #[test]
+    fn device_and_per_call_figures_are_kept_apart() {
+        let s = measure::<()>(&policy(), |_| {
+            Ok(Sample {
+                device: 4e-6,
+                call: 13e-6,
+            })
+        })
+        .unwrap();
+        assert_eq!(s.device.median, 4e-6);
+        assert_eq!(s.call.median, 13e-6);
+    }
+
+    #[test]
+    fn calls_per_sample_fill_the_target_and_respect_the_queue() {
+        assert_eq!(calls_per_sample(Batch::Single, 1e-6), 1);
+        assert_eq!(calls_per_sample(Batch::Auto, 1e-3), 1, "long calls: one");
+        assert_eq!(calls_per_sample(Batch::Auto, 10e-6), 20);
+        assert_eq!(calls_per_sample(Batch::Auto, 1e-9), MAX_CALLS_PER_SAMPLE);
+        assert_eq!(calls_per_sample(Batch::Auto, 0.0), MAX_CALLS_PER_SAMPLE);
     }
 }

@@ -9,6 +9,7 @@ use crate::op::gemm::{self, Gemm};
 use crate::op::graph::{self, Graph};
 use crate::op::{Inputs, OpKind, Problem, cast, rng};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use rand::SeedableRng;
@@ -164,10 +165,11 @@ impl Backend for CpuBackend {
     }
 }
 
-fn timed(f: impl FnOnce()) -> f64 {
+/// Wall time of one call: on the CPU, device time and per-call time are the same figure.
+fn timed(f: impl FnOnce()) -> Sample {
     let t = Instant::now();
     f();
-    t.elapsed().as_secs_f64()
+    Sample::same(t.elapsed().as_secs_f64())
 }
 
 struct ConvRun {
@@ -178,7 +180,7 @@ struct ConvRun {
 }
 
 impl Prepared for ConvRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         Ok(timed(|| self.out = self.p.compute::<f32>(&self.a, &self.b)))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
@@ -200,7 +202,7 @@ struct GemmRun {
 }
 
 impl Prepared for GemmRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let threads = rayon::current_num_threads();
         Ok(timed(|| {
             self.out = self.p.compute::<f32>(&self.a, &self.b, threads)
@@ -219,7 +221,7 @@ struct RngRun {
 }
 
 impl Prepared for RngRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let (dist, g) = (&self.dist, &mut self.gen_);
         Ok(timed(|| {
             self.out.iter_mut().for_each(|x| *x = dist.sample(g))
@@ -265,7 +267,7 @@ impl CopyRun {
 }
 
 impl Prepared for CopyRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         Ok(timed(|| match self.dir {
             CopyDir::H2d => self.dev.copy_from_slice(&self.host),
             CopyDir::D2h => self.host.copy_from_slice(&self.dev),
@@ -324,10 +326,10 @@ impl CastRun {
 }
 
 impl Prepared for CastRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let t = Instant::now();
         self.convert();
-        Ok(t.elapsed().as_secs_f64())
+        Ok(Sample::same(t.elapsed().as_secs_f64()))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         Ok(self.out.clone())
@@ -345,7 +347,7 @@ struct GraphRun {
 }
 
 impl Prepared for GraphRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let i = self.next % self.acts.len().max(1);
         let t = Instant::now();
         let y = self.p.eager(&self.mix, &self.filter, &self.acts[i]);
@@ -356,12 +358,12 @@ impl Prepared for GraphRun {
             self.outs[i] = y;
         }
         self.next += 1;
-        Ok(secs)
+        Ok(Sample::same(secs))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         // Verification wants every replay's output: run the replays not run yet.
         while self.outs.len() < self.acts.len() {
-            self.run()?;
+            self.run(Batch::Single)?;
         }
         let all: Vec<f32> = self.outs.iter().flatten().copied().collect();
         Ok(HostData::from_f32(self.p.dtype, &all))

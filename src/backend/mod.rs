@@ -7,6 +7,7 @@ pub mod rocm;
 
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -87,8 +88,10 @@ pub trait Backend {
 
 /// A problem ready to run: one `run` is one timed execution.
 pub trait Prepared {
-    /// Executes once and returns the measured seconds (device time where the device has clocks).
-    fn run(&mut self) -> Result<f64, UnitError>;
+    /// One timed execution: launch-free device time per call and one call with its launch (see
+    /// `crate::timing`). A GPU backend may queue several calls for the device figure
+    /// (`Batch::Auto`); the output afterwards is the last call's.
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError>;
     /// The output of the most recent execution(s), in the problem's output type.
     fn output(&mut self) -> Result<HostData, UnitError>;
     fn workspace_bytes(&self) -> u64 {

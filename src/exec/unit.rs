@@ -6,7 +6,7 @@ use crate::op::inputs::seed_from_id;
 use crate::op::{Case, Inputs};
 use crate::results::status::Status;
 use crate::spec::policy::{Limits, TimingPolicy, VerifyPolicy};
-use crate::timing::{self, Stats};
+use crate::timing::{self, Batch, Stats};
 use crate::verify::{self, Reference, Verification};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -37,7 +37,11 @@ pub struct Outcome {
     pub compile_s: Option<f64>,
     #[serde(default)]
     pub compile_warm_s: Option<f64>,
+    /// Launch-free device time per call (see `crate::timing`).
     pub stats: Option<Stats>,
+    /// One call with its launch, as a framework sees it.
+    #[serde(default)]
+    pub call_stats: Option<Stats>,
     pub workspace_bytes: u64,
     pub wall_s: f64,
 }
@@ -54,6 +58,7 @@ impl Outcome {
             compile_s: None,
             compile_warm_s: None,
             stats: None,
+            call_stats: None,
             workspace_bytes: 0,
             wall_s: 0.0,
         }
@@ -132,8 +137,8 @@ fn run_inner(
     };
     t.phase("run");
     let first = Instant::now();
-    let first_device = match prepared.run() {
-        Ok(s) => s,
+    let first_device = match prepared.run(Batch::Single) {
+        Ok(s) => s.call,
         Err(e) => return classify(e, "run"),
     };
     // The first call's wall time includes lazy compilation and first touch; keep the larger.
@@ -152,6 +157,7 @@ fn run_inner(
             .map(|c| c.1)
             .filter(|w| w.is_finite()),
         stats: None,
+        call_stats: None,
         workspace_bytes: prepared.workspace_bytes(),
         wall_s: 0.0,
     };
@@ -221,11 +227,16 @@ fn run_inner(
         let sample = |flush: bool| {
             if flush {
                 prepared.flush_cache();
+                prepared.run(Batch::Single)
+            } else {
+                prepared.run(Batch::Auto)
             }
-            prepared.run()
         };
         match timing::measure(&policies.timing, sample) {
-            Ok(stats) => outcome.stats = Some(stats),
+            Ok(m) => {
+                outcome.stats = Some(m.device);
+                outcome.call_stats = Some(m.call);
+            }
             Err(e) => return classify(e, "run"),
         }
     }

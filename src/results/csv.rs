@@ -35,6 +35,9 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "mean_ms",
     "stdev_ms",
     "samples",
+    "call_median_ms",
+    "call_p10_ms",
+    "call_p90_ms",
     "gflops",
     "gbps",
     "workspace_bytes",
@@ -45,7 +48,14 @@ pub const FIXED_COLUMNS: &[&str] = &[
 
 /// Columns newer than some run directories: a results.csv without them still loads (they read as
 /// empty) and is upgraded when such a run is resumed.
-pub const OPTIONAL_COLUMNS: &[&str] = &["device_index", "compile_ms", "compile_warm_ms"];
+pub const OPTIONAL_COLUMNS: &[&str] = &[
+    "device_index",
+    "compile_ms",
+    "compile_warm_ms",
+    "call_median_ms",
+    "call_p10_ms",
+    "call_p90_ms",
+];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it
 /// was written without.
@@ -126,6 +136,9 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         ms(st.map(|s| s.mean)),
         ms(st.map(|s| s.stdev)),
         st.map(|s| s.samples.to_string()).unwrap_or_default(),
+        ms(out.call_stats.as_ref().map(|s| s.median)),
+        ms(out.call_stats.as_ref().map(|s| s.p10)),
+        ms(out.call_stats.as_ref().map(|s| s.p90)),
         rate(flops, 1e9),
         rate(bytes, 1e9),
         out.workspace_bytes.to_string(),

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
+    /// The launch-free timer's blocking kernel (super::blocker), made on first use.
+    pub blocker: super::blocker::Shared,
 }
 
 /// A device tensor in its storage type.
@@ -82,20 +84,6 @@ pub fn workspace(gpu: &Gpu, bytes: usize) -> Result<Option<CudaSlice<u8>>, UnitE
 
 pub fn ws_ptr(gpu: &Gpu, ws: &mut Option<CudaSlice<u8>>) -> dsys::CUdeviceptr {
     ws.as_mut().map_or(0, |w| w.device_ptr_mut(&gpu.stream).0)
-}
-
-/// Times `f` on the stream with CUDA events; returns seconds.
-pub fn timed(gpu: &Gpu, f: impl FnOnce() -> Result<(), UnitError>) -> Result<f64, UnitError> {
-    let e = |e| driver_err("timing with CUDA events", e);
-    let flags = Some(dsys::CUevent_flags::CU_EVENT_DEFAULT);
-    let start = gpu.ctx.new_event(flags).map_err(e)?;
-    let end = gpu.ctx.new_event(flags).map_err(e)?;
-    start.record(&gpu.stream).map_err(e)?;
-    f()?;
-    end.record(&gpu.stream).map_err(e)?;
-    end.synchronize()
-        .map_err(|e| driver_err("waiting for the device", e))?;
-    Ok(start.elapsed_ms(&end).map_err(e)? as f64 / 1e3)
 }
 
 /// A buffer twice the size of L2, written before a cold sample to evict the working set.

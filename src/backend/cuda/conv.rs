@@ -3,11 +3,13 @@
 //! configuration of cuDNN's backend API), and an algorithm cuDNN refuses for the problem is
 //! `unsupported` with cuDNN's status name.
 
-use super::buffers::{DevBuf, Gpu, L2Flush, timed, workspace, ws_ptr};
+use super::blocker::timed;
+use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use cudarc::cudnn::{result as r, sys as s};
 use cudarc::driver::{CudaSlice, sys as dsys};
 use std::ffi::c_void;
@@ -433,10 +435,10 @@ pub fn prepare(
 }
 
 impl Prepared for ConvRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let (pa, pb, po) = (self.a.ptr(&g), self.b.ptr(&g), self.out.ptr_mut(&g));
-        timed(&g, || self.call.launch(&g, pa, pb, po))
+        timed(&g, batch, || self.call.launch(&g, pa, pb, po))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.out.download(&self.gpu)

@@ -7,9 +7,11 @@
 //! be re-run from its name alone, in another process or another run.
 //!
 //! Which configurations `all` gets, in this order, without repeats:
-//! - the first `HEURISTIC_LIMIT` (5) of mode A's list (PyTorch's benchmark mode times at most
-//!   10, `torch.backends.cudnn.benchmark_limit`), then
-//! - up to `FALLBACK_LIMIT` (1) of the fallback list that mode A did not already name;
+//! - the first `HEURISTIC_LIMIT` (10, as many as PyTorch's benchmark mode times:
+//!   `torch.backends.cudnn.benchmark_limit`) of mode A's list, then
+//! - up to `FALLBACK_LIMIT` (2) of the fallback list that mode A did not already name (both
+//!   counts can be set per run with the environment variables `HEURISTIC_LIMIT_VAR` and
+//!   `FALLBACK_LIMIT_VAR`, e.g. in the sweep's `[env]`);
 //! - leaving out what PyTorch leaves out with TF32 off: configurations whose numerical notes say
 //!   they down-convert their inputs, and, for f32 data, configurations on tensor cores (TF32).
 //!   f32 convolutions thus stay FMA math, as on the legacy path.
@@ -19,12 +21,14 @@
 //! cuDNN's status name rather than a silent gap. A configuration whose engine or execution plan
 //! does not finalize is `unsupported` with cuDNN's status name.
 
-use super::buffers::{DevBuf, Gpu, L2Flush, timed, workspace, ws_ptr};
+use super::blocker::timed;
+use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
 use super::conv::TRANSFORM_ERROR_FACTOR;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use cudarc::cudnn::{result as r, sys as s};
 use cudarc::driver::CudaSlice;
 use std::ffi::c_void;
@@ -37,12 +41,28 @@ use s::cudnnBackendNumericalNote_t as N;
 
 /// The solver that runs mode A's first usable configuration (what `all` falls back to).
 pub const HEURISTIC: &str = "engine_heuristic";
-/// Mode A configurations kept per problem. PyTorch's benchmark mode times up to 10
-/// (`benchmark_limit`); 5 keeps the 60-shape H200 sweep inside one 10-minute device command,
-/// where every unit also pays for its inputs and its verification.
-pub const HEURISTIC_LIMIT: usize = 5;
-/// Fallback configurations kept per problem, beyond those mode A named.
-pub const FALLBACK_LIMIT: usize = 1;
+/// Mode A configurations kept per problem by default: as many as PyTorch's benchmark mode times
+/// (`benchmark_limit`), so rocsweep's search covers what PyTorch's does.
+pub const HEURISTIC_LIMIT: usize = 10;
+/// Fallback configurations kept per problem by default, beyond those mode A named.
+pub const FALLBACK_LIMIT: usize = 2;
+/// Environment variables that override the two counts (read by the worker).
+pub const HEURISTIC_LIMIT_VAR: &str = "ROCSWEEP_CUDNN_HEURISTIC_CONFIGS";
+pub const FALLBACK_LIMIT_VAR: &str = "ROCSWEEP_CUDNN_FALLBACK_CONFIGS";
+
+/// (mode A, fallback) configurations kept per problem: the variables' values, else the defaults.
+pub fn limits() -> (usize, usize) {
+    let read = |var: &str, default: usize| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(default)
+    };
+    (
+        read(HEURISTIC_LIMIT_VAR, HEURISTIC_LIMIT),
+        read(FALLBACK_LIMIT_VAR, FALLBACK_LIMIT),
+    )
+}
 /// Numerical notes read from one engine: as many as there are note types, as cuDNN's frontend
 /// asks (an engine has a few).
 const MAX_NOTES: usize = N::CUDNN_NUMERICAL_NOTE_TYPE_COUNT as usize;
@@ -199,9 +219,14 @@ pub struct Candidate {
 }
 
 /// The configurations `all` runs, from mode A's list and the fallback list (see the module doc).
-pub fn select(mode_a: &[Candidate], fallback: &[Candidate], dtype: DType) -> Vec<EngineConfig> {
+pub fn select(
+    mode_a: &[Candidate],
+    fallback: &[Candidate],
+    dtype: DType,
+    (limit_a, limit_fallback): (usize, usize),
+) -> Vec<EngineConfig> {
     let mut out: Vec<EngineConfig> = Vec::new();
-    for (list, limit) in [(mode_a, HEURISTIC_LIMIT), (fallback, FALLBACK_LIMIT)] {
+    for (list, limit) in [(mode_a, limit_a), (fallback, limit_fallback)] {
         let mut taken = 0;
         for c in list {
             if taken == limit {
@@ -604,6 +629,7 @@ impl OpGraph {
                 &a.unwrap_or_default(),
                 &f.unwrap_or_default(),
                 self.dtype,
+                limits(),
             )),
         }
     }
@@ -822,9 +848,9 @@ impl EngineRun {
 }
 
 impl Prepared for EngineRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
-        timed(&g, || self.execute())
+        timed(&g, batch, || self.execute())
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.out.download(&self.gpu)
@@ -998,7 +1024,7 @@ mod tests {
             cand(42, vec![]),
         ];
         let engines = |dtype| -> Vec<i64> {
-            select(&a, &fallback, dtype)
+            select(&a, &fallback, dtype, (HEURISTIC_LIMIT, FALLBACK_LIMIT))
                 .iter()
                 .map(|c| c.engine)
                 .collect()
@@ -1016,7 +1042,7 @@ mod tests {
                 .take(FALLBACK_LIMIT),
         );
         assert_eq!(engines(DType::Bf16), bf16);
-        assert!(select(&[], &[], DType::F32).is_empty());
+        assert!(select(&[], &[], DType::F32, (5, 1)).is_empty());
         // Same engine, other knobs: a different configuration.
         let twins = vec![
             Candidate {
@@ -1028,6 +1054,6 @@ mod tests {
                 notes: vec![],
             },
         ];
-        assert_eq!(select(&twins, &twins, DType::F16).len(), 2);
+        assert_eq!(select(&twins, &twins, DType::F16, (5, 1)).len(), 2);
     }
 }

@@ -2,11 +2,13 @@
 //! (`lt#<rank>-algo<id>`). Row-major C = op(A) op(B) is computed as the column-major
 //! C^T = op(B)^T op(A)^T, which needs no copies.
 
-use super::buffers::{DevBuf, Gpu, L2Flush, timed, workspace, ws_ptr};
+use super::blocker::timed;
+use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use cudarc::cublaslt::{result as r, sys as s};
 use cudarc::driver::{CudaSlice, sys as dsys};
 use std::ffi::c_void;
@@ -345,10 +347,10 @@ pub fn prepare(
 }
 
 impl Prepared for GemmRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let (pa, pb, pc) = (self.a.ptr(&g), self.b.ptr(&g), self.c.ptr_mut(&g));
-        timed(&g, || self.call.launch(&g, pa, pb, pc))
+        timed(&g, batch, || self.call.launch(&g, pa, pb, pc))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.c.download(&self.gpu)

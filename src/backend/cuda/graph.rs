@@ -5,7 +5,8 @@
 //! output is cloned into its own buffer and all are read at the end (seed 003's failure is a
 //! later replay overwriting an earlier replay's output).
 
-use super::buffers::{DevBuf, Gpu, timed};
+use super::blocker::timed;
+use super::buffers::{DevBuf, Gpu};
 use super::conv::ConvCall;
 use super::driver_err;
 use super::gemm::GemmCall;
@@ -13,6 +14,7 @@ use super::kernels::Kernels;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::op::graph::{Graph, GraphInputs};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use cudarc::driver::{result as dr, sys as dsys};
 
 pub const SOLVERS: &[&str] = &["stream-capture", "eager"];
@@ -195,7 +197,7 @@ pub fn prepare(
 }
 
 impl Prepared for GraphRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let r = self.next % self.acts.len().max(1);
         self.next += 1;
@@ -208,14 +210,14 @@ impl Prepared for GraphRun {
             _ => return Err(driver_err("input types differ", "INPUT_MISMATCH")),
         }
         let secs = match &self.graph {
-            Some(graph) => timed(&g, || {
+            Some(graph) => timed(&g, batch, || {
                 // SAFETY: a live graph exec launched on our stream.
                 unsafe { dr::graph::launch(graph.exec, g.stream.cu_stream()) }
                     .map_err(|e| graph_err("graph replay failed (cuGraphLaunch)", e))
             })?,
             None => {
                 let steps = &mut self.steps;
-                timed(&g, || steps.launch(&g))?
+                timed(&g, batch, || steps.launch(&g))?
             }
         };
         if r < self.host_outs.len() && self.host_outs[r].is_none() {
@@ -237,7 +239,7 @@ impl Prepared for GraphRun {
 
     fn output(&mut self) -> Result<HostData, UnitError> {
         while self.host_outs.iter().any(Option::is_none) {
-            self.run()?;
+            self.run(Batch::Single)?;
         }
         let g = self.gpu.clone();
         let mut replays = Vec::with_capacity(self.host_outs.len());

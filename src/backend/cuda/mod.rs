@@ -2,6 +2,7 @@
 //! loaded at run time. The binary builds and its tests pass on a machine with no CUDA at all;
 //! there `open` says which library is missing and `probe` reports it.
 
+mod blocker;
 mod buffers;
 mod conv;
 mod conv_engine;
@@ -79,7 +80,11 @@ impl CudaBackend {
         let stream = ctx
             .new_stream()
             .map_err(|e| format!("cannot create a CUDA stream: {e:?}"))?;
-        let gpu = Gpu { ctx, stream };
+        let gpu = Gpu {
+            ctx,
+            stream,
+            blocker: Default::default(),
+        };
         let info = describe(&gpu, &libs);
         Ok(CudaBackend {
             gpu,

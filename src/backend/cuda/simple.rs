@@ -1,6 +1,7 @@
 //! cuRAND normals, copies (pageable and pinned) and casts through the NVRTC kernels.
 
-use super::buffers::{DevBuf, Gpu, timed};
+use super::blocker::{timed, timed_host_sync};
+use super::buffers::{DevBuf, Gpu};
 use super::driver_err;
 use super::kernels::Kernels;
 use crate::backend::{PhaseSink, Prepared, UnitError};
@@ -9,6 +10,7 @@ use crate::op::cast::Cast;
 use crate::op::copy::{Copy, CopyDir};
 use crate::op::rng::Rng;
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use cudarc::curand::{result as cr, sys as cs};
 use cudarc::driver::{CudaSlice, DevicePtrMut, PinnedHostSlice};
 
@@ -77,14 +79,14 @@ pub fn prepare_rng(
 }
 
 impl Prepared for RngRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let n = self.raw.len();
         let ptr = self.raw.device_ptr_mut(&g.stream).0;
         let (gen_, mean, std) = (self.gen_, self.p.mean as f32, self.p.std as f32);
         let (k, dtype, count) = (self.k.clone(), self.p.dtype, self.p.count);
         let out = self.out.as_mut().map(|o| o.ptr_mut(&g));
-        timed(&g, || {
+        timed(&g, batch, || {
             // SAFETY: `ptr` holds n f32 values.
             unsafe { cr::generate::normal_f32(gen_, ptr as *mut f32, n, mean, std) }
                 .map_err(|e| curand_err("curandGenerateNormal", e))?;
@@ -163,16 +165,25 @@ pub fn prepare_copy(
 }
 
 impl Prepared for CopyRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let e = |e| driver_err("cuMemcpy", e);
         let (dir, host, dev, dev2) = (self.dir, &mut self.host, &mut self.dev, &mut self.dev2);
-        timed(&g, || match (dir, host) {
-            (CopyDir::H2d, Host::Pageable(h)) => g.stream.memcpy_htod(h, dev).map_err(e),
+        // A copy from or to pageable memory synchronizes with the host: it cannot wait behind the
+        // launch-free timer's blocking kernel, so it is timed per call.
+        if let Host::Pageable(h) = host
+            && dir != CopyDir::D2d
+        {
+            return timed_host_sync(&g, || match dir {
+                CopyDir::H2d => g.stream.memcpy_htod(h, dev).map_err(e),
+                _ => g.stream.memcpy_dtoh(dev, h).map_err(e),
+            });
+        }
+        timed(&g, batch, || match (dir, &mut *host) {
             (CopyDir::H2d, Host::Pinned(h)) => g.stream.memcpy_htod(h, dev).map_err(e),
-            (CopyDir::D2h, Host::Pageable(h)) => g.stream.memcpy_dtoh(dev, h).map_err(e),
             (CopyDir::D2h, Host::Pinned(h)) => g.stream.memcpy_dtoh(dev, h).map_err(e),
             (CopyDir::D2d, _) => g.stream.memcpy_dtod(dev, dev2).map_err(e),
+            (_, Host::Pageable(_)) => Ok(()),
         })
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
@@ -218,11 +229,11 @@ pub fn prepare_cast(
 }
 
 impl Prepared for CastRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
         let (i, o) = (self.input.ptr(&g), self.out.ptr_mut(&g));
         let (k, from, to, n) = (self.k.clone(), self.p.from, self.p.to, self.p.count);
-        timed(&g, || k.cast(&g, from, to, i, o, n))
+        timed(&g, batch, || k.cast(&g, from, to, i, o, n))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         let mut h = self.out.download(&self.gpu)?;

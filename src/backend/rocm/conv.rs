@@ -12,6 +12,7 @@ use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
@@ -482,7 +483,7 @@ impl ConvCall {
 }
 
 impl Prepared for ConvRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let (pa, pb, po) = (
             self.a.mem.ptr.cast_const(),
@@ -490,7 +491,7 @@ impl Prepared for ConvRun {
             self.out.mem.ptr,
         );
         let call = &self.call;
-        d.stream.timed(|| call.launch(pa, pb, po))
+        d.timed(batch, || call.launch(pa, pb, po))
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

@@ -12,6 +12,7 @@ use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 use std::ffi::{c_int, c_void};
 
 /// Solver names for validation (`hipblaslt#...` is accepted by pattern).
@@ -418,7 +419,7 @@ impl GemmCall {
 }
 
 impl Prepared for GemmRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let (pa, pb, pc) = (
             self.a.mem.ptr.cast_const(),
@@ -426,7 +427,7 @@ impl Prepared for GemmRun {
             self.c.mem.ptr,
         );
         let (call, p, ws) = (&self.call, &self.p, self.ws.as_ref());
-        d.stream.timed(|| launch(&d, call, p, pa, pb, pc, ws))
+        d.timed(batch, || launch(&d, call, p, pa, pb, pc, ws))
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

@@ -16,6 +16,7 @@ use super::simple::DevTensor;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::op::graph::{Graph, GraphInputs};
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 
 pub const SOLVERS: &[&str] = &["stream-capture", "eager"];
 
@@ -151,7 +152,7 @@ pub fn prepare(
 }
 
 impl Prepared for GraphRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let r = self.next % self.acts.len().max(1);
         self.next += 1;
@@ -160,10 +161,10 @@ impl Prepared for GraphRun {
             copy_d2d(&d, &self.steps.x, a, "copying the replay's input")?;
         }
         let secs = match &self.graph {
-            Some(g) => d.stream.timed(|| g.launch(&d.stream))?,
+            Some(g) => d.timed(batch, || g.launch(&d.stream))?,
             None => {
                 let steps = &self.steps;
-                d.stream.timed(|| steps.launch(&d))?
+                d.timed(batch, || steps.launch(&d))?
             }
         };
         if r < self.host_outs.len() && self.host_outs[r].is_none() {
@@ -179,7 +180,7 @@ impl Prepared for GraphRun {
 
     fn output(&mut self) -> Result<HostData, UnitError> {
         while self.host_outs.iter().any(Option::is_none) {
-            self.run()?;
+            self.run(Batch::Single)?;
         }
         let d = self.dev.clone();
         let mut replays = Vec::with_capacity(self.host_outs.len());

@@ -78,6 +78,7 @@ api! {
             hipGetDevicePropertiesR0600: fn(*mut c_void, c_int) -> c_int;
             hipGetDeviceProperties: fn(*mut c_void, c_int) -> c_int;
             hipMemGetInfo: fn(*mut usize, *mut usize) -> c_int;
+            hipHostGetDevicePointer: fn(*mut Ptr, Ptr, c_uint) -> c_int;
         }
     }
 }
@@ -297,27 +298,6 @@ impl Stream {
             "hipStreamSynchronize",
         )
     }
-
-    /// Runs `f` between two events on this stream and returns the device time in seconds.
-    pub fn timed(&self, f: impl FnOnce() -> Result<(), UnitError>) -> Result<f64, UnitError> {
-        let start = Event::new(&self.hip)?;
-        let end = Event::new(&self.hip)?;
-        start.record(self)?;
-        f()?;
-        end.record(self)?;
-        // SAFETY: live events.
-        self.hip.check(
-            unsafe { (self.hip.api.hipEventSynchronize)(end.raw) },
-            "hipEventSynchronize",
-        )?;
-        let mut ms = 0f32;
-        // SAFETY: out-pointer to a live float; both events recorded on this stream.
-        self.hip.check(
-            unsafe { (self.hip.api.hipEventElapsedTime)(&mut ms, start.raw, end.raw) },
-            "hipEventElapsedTime",
-        )?;
-        Ok(ms as f64 / 1e3)
-    }
 }
 
 impl Drop for Stream {
@@ -353,6 +333,23 @@ impl Event {
             "hipEventRecord",
         )
     }
+
+    /// Waits for this event and returns the milliseconds since `start` (both recorded on one
+    /// stream).
+    pub fn elapsed_since(&self, start: &Event) -> Result<f32, UnitError> {
+        // SAFETY: a live event.
+        self.hip.check(
+            unsafe { (self.hip.api.hipEventSynchronize)(self.raw) },
+            "hipEventSynchronize",
+        )?;
+        let mut ms = 0f32;
+        // SAFETY: out-pointer to a live float; both events are live.
+        self.hip.check(
+            unsafe { (self.hip.api.hipEventElapsedTime)(&mut ms, start.raw, self.raw) },
+            "hipEventElapsedTime",
+        )?;
+        Ok(ms)
+    }
 }
 
 impl Drop for Event {
@@ -369,6 +366,10 @@ pub struct Module {
 }
 
 impl Module {
+    pub fn hip(&self) -> &HipRef {
+        &self.hip
+    }
+
     pub fn load(hip: &HipRef, image: &[u8]) -> Result<Module, UnitError> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: the image outlives the call (the runtime copies it).

@@ -8,6 +8,7 @@
 //! No AMD GPU exists on any machine of this project: this code is exercised through the fake
 //! ROCm library (tests/fake-rocm, same dlopen path) and Debian's real HIP 5.2 runtime.
 
+mod blocker;
 mod code_object;
 mod conv;
 mod gemm;
@@ -42,10 +43,14 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     }
 }
 
-/// The device and the one stream all work goes to.
+/// The device and the one stream all work goes to, and what its launch-free timer needs.
 pub struct Dev {
     pub hip: HipRef,
     pub stream: Stream,
+    rtc: Option<Arc<hiprtc::Hiprtc>>,
+    /// hipRTC's `--offload-arch` (empty: the current device's).
+    arch: String,
+    blocker: std::cell::RefCell<Option<Result<blocker::Blocker, UnitError>>>,
 }
 
 pub type DevRef = std::rc::Rc<Dev>;
@@ -260,9 +265,10 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
     let rtc = hiprtc::Hiprtc::load(&hip).map_err(CompileCheckError::Missing)?;
     let (_, checked) = kernels::compile_checked(&rtc, arch)
         .map_err(|e| CompileCheckError::Failed(e.to_string()))?;
+    blocker::compile_checked(&rtc, arch).map_err(|e| CompileCheckError::Failed(e.to_string()))?;
     let (a, b, c) = hip.version;
     Ok(format!(
-        "{} bytes, {} kernels, bf16 path {}, hipRTC of HIP {a}.{b}.{c} ({})",
+        "{} bytes, {} kernels + the timing kernel, bf16 path {}, hipRTC of HIP {a}.{b}.{c} ({})",
         checked.bytes,
         checked.kernels,
         checked.bf16_path.as_deref().unwrap_or("unknown"),
@@ -294,7 +300,13 @@ impl RocmBackend {
         describe_stack(&hip, &libs, &mut info.versions);
         describe_device(facts, &mut info.versions);
         Ok(RocmBackend {
-            dev: std::rc::Rc::new(Dev { hip, stream }),
+            dev: std::rc::Rc::new(Dev {
+                hip,
+                stream,
+                rtc: libs.hiprtc.as_ref().ok().cloned(),
+                arch: arch.clone(),
+                blocker: Default::default(),
+            }),
             libs,
             info,
             arch,

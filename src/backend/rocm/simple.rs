@@ -10,6 +10,7 @@ use crate::op::cast::Cast;
 use crate::op::copy::{Copy, CopyDir};
 use crate::op::rng::Rng;
 use crate::tensor::HostData;
+use crate::timing::{Batch, Sample};
 
 /// A device tensor: memory plus its element type and length.
 pub struct DevTensor {
@@ -90,7 +91,7 @@ pub fn prepare_rng(
 }
 
 impl Prepared for RngRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let (n, ptr) = (self.raw.len, self.raw.mem.ptr);
         let (mean, std) = (self.p.mean as f32, self.p.std as f32);
@@ -100,7 +101,7 @@ impl Prepared for RngRun {
             _ => None,
         };
         let count = self.p.count;
-        d.stream.timed(|| {
+        d.timed(batch, || {
             // SAFETY: `ptr` holds n f32 values, n even.
             lib.check(
                 unsafe { (lib.api.hiprandGenerateNormal)(g, ptr.cast(), n, mean, std) },
@@ -195,7 +196,7 @@ pub fn prepare_copy(
 }
 
 impl Prepared for CopyRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let n = self.src.bytes;
         let host = self.host.ptr();
@@ -221,13 +222,21 @@ impl Prepared for CopyRun {
                 "hipMemcpyAsync device to device",
             ),
         };
-        let t = d.stream.timed(|| {
+        let copy = || {
             // SAFETY: both sides hold n bytes and live across the call and the sync below.
             d.hip.check(
                 unsafe { (d.hip.api.hipMemcpyAsync)(to, from, n, kind, d.stream.raw) },
                 what,
             )
-        })?;
+        };
+        // A copy from or to pageable memory synchronizes with the host: it cannot wait behind the
+        // launch-free timer's blocking kernel, so it is timed per call.
+        let host_sync = matches!(self.host, Host::Pageable(_)) && self.dir != CopyDir::D2d;
+        let t = if host_sync {
+            d.timed_host_sync(copy)?
+        } else {
+            d.timed(batch, copy)?
+        };
         d.stream.sync()?;
         Ok(t)
     }
@@ -273,12 +282,12 @@ pub fn prepare_cast(
 }
 
 impl Prepared for CastRun {
-    fn run(&mut self) -> Result<f64, UnitError> {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let d = self.dev.clone();
         let (i, o) = (self.input.mem.ptr, self.out.mem.ptr);
         let (from, to, n) = (self.p.from, self.p.to, self.p.count);
         let k = &self.k;
-        d.stream.timed(|| k.cast(&d, from, to, i, o, n))
+        d.timed(batch, || k.cast(&d, from, to, i, o, n))
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

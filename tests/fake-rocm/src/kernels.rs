@@ -18,6 +18,9 @@ enum Kernel {
     Cast(DType, DType),
     Relu(DType),
     Spin,
+    /// The launch-free timer's blocking kernel. The fake runs every launch when it is made, so
+    /// nothing is queued behind it and there is no launch cost to hide: it returns at once.
+    Block,
     ConvRef(DType),
 }
 
@@ -33,6 +36,9 @@ fn dtype(s: &str) -> Option<DType> {
 fn implemented(name: &str) -> Option<Kernel> {
     if name == "spin_forever" {
         return Some(Kernel::Spin);
+    }
+    if name == "rs_block" {
+        return Some(Kernel::Block);
     }
     if let Some(t) = name.strip_prefix("relu_") {
         return dtype(t).map(Kernel::Relu);
@@ -198,6 +204,14 @@ unsafe fn op_for(kernel: Kernel, params: *mut *mut c_void, threads: usize) -> Re
                     }
                     0
                 }))
+            }
+            Kernel::Block => {
+                let Some(flag) = arg::<usize>(params, 0) else {
+                    return Err(E::InvalidValue as i32);
+                };
+                Ok(Arc::new(
+                    move || if memory::check(flag, 8) { 0 } else { bad },
+                ))
             }
             Kernel::Spin => {
                 let Some(flag) = arg::<usize>(params, 0) else {

@@ -127,6 +127,24 @@ pub unsafe extern "C" fn hipHostMalloc(ptr: *mut *mut c_void, size: usize, _flag
     hip::call(|| unsafe { allocate(ptr, size, true) })
 }
 
+/// The device's address of mapped host memory: the fake's device shares the host's address space,
+/// so it is the host address itself, for an allocation hipHostMalloc made.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipHostGetDevicePointer(
+    dev: *mut *mut c_void,
+    host: *mut c_void,
+    flags: u32,
+) -> i32 {
+    hip::call(|| {
+        if dev.is_null() || flags != 0 || !check(host as usize, 1) {
+            return E::InvalidValue as i32;
+        }
+        // SAFETY: checked non-null.
+        unsafe { crate::put(dev, host) };
+        0
+    })
+}
+
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipHostFree(ptr: *mut c_void) -> i32 {
     hip::call(|| release(ptr, true))
