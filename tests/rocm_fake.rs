@@ -691,3 +691,37 @@ fn selftest_names_the_failing_check_on_a_strix_halo_model() {
     );
     assert!(out.contains("To report it, send this output"), "{out}");
 }
+
+/// Both timing figures on ROCm, and cold samples that flush a buffer of the sweep's size before
+/// each one (the flush was a silent no-op on ROCm before): every unit is timed launch-free
+/// (median_ms, behind the blocking kernel compiled by hipRTC) and per call (call_median_ms).
+#[test]
+fn rocm_units_carry_device_and_per_call_times_also_with_cold_samples() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &[]);
+    let s = sweep(
+        tmp.path(),
+        "rocm-gemm.toml",
+        &[
+            ("m = [64, 256]", "m = 64"),
+            ("batch = [1, 4]", "batch = 1"),
+            (
+                "max_time = 0.1",
+                "max_time = 0.1\nflush_cache = true\nflush_mib = 4",
+            ),
+        ],
+    );
+    let r = run(tmp.path(), &s, &libs, &model("healthy.toml"), &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (st, med, call) = (r.col("status"), r.col("median_ms"), r.col("call_median_ms"));
+    assert!(!r.rows.is_empty());
+    for row in &r.rows {
+        if row[st] != "ok" {
+            continue;
+        }
+        let m: f64 = row[med].parse().unwrap_or(-1.0);
+        let c: f64 = row[call].parse().unwrap_or(-1.0);
+        assert!(m > 0.0 && c > 0.0, "{row:?}");
+    }
+    assert!(r.rows.iter().any(|row| row[st] == "ok"));
+}

@@ -97,8 +97,9 @@ pub trait Prepared {
     fn workspace_bytes(&self) -> u64 {
         0
     }
-    /// Evicts caches before a cold sample; a no-op where the backend has nothing to flush.
-    fn flush_cache(&mut self) {}
+    /// Evicts caches before a cold sample by writing `bytes` of device memory (0: the backend's
+    /// default for the device); a no-op where the backend has nothing to flush.
+    fn flush_cache(&mut self, _bytes: u64) {}
     /// How much more rounding error than a direct dot product the algorithm is known to have
     /// (FFT and Winograd transforms amplify it); multiplies the op's tolerance.
     fn tolerance_factor(&self) -> f64 {

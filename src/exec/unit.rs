@@ -226,7 +226,7 @@ fn run_inner(
         t.phase("run");
         let sample = |flush: bool| {
             if flush {
-                prepared.flush_cache();
+                prepared.flush_cache(u64::from(policies.timing.flush_mib) << 20);
                 prepared.run(Batch::Single)
             } else {
                 prepared.run(Batch::Auto)

@@ -69,8 +69,12 @@ pub struct TimingPolicy {
     pub target_noise: f64,
     /// Stop sampling after this many seconds of measured time (once min_samples are in).
     pub max_time: f64,
-    /// Evict caches between samples (GPU backends flush L2; the CPU backend touches a large buffer).
+    /// Evict caches before each sample (GPU backends write a buffer larger than their caches).
     pub flush_cache: bool,
+    /// MiB written by a flush; 0 = the backend's default for the device (CUDA: twice the L2;
+    /// ROCm: twice the L2 and at least 512 MiB, past MI300's 256 MiB Infinity Cache).
+    #[serde(default)]
+    pub flush_mib: u32,
     /// Skip timing altogether (verification only).
     pub enabled: bool,
 }
@@ -84,6 +88,7 @@ impl Default for TimingPolicy {
             target_noise: 0.05,
             max_time: 1.0,
             flush_cache: false,
+            flush_mib: 0,
             enabled: true,
         }
     }

@@ -14,6 +14,8 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     /// The launch-free timer's blocking kernel (super::blocker), made on first use.
     pub blocker: super::blocker::Shared,
+    /// The cold-sample flush buffer (`flush_cache`), made on first use.
+    pub flush: Arc<std::sync::Mutex<Option<CudaSlice<u8>>>>,
 }
 
 /// A device tensor in its storage type.
@@ -86,27 +88,30 @@ pub fn ws_ptr(gpu: &Gpu, ws: &mut Option<CudaSlice<u8>>) -> dsys::CUdeviceptr {
     ws.as_mut().map_or(0, |w| w.device_ptr_mut(&gpu.stream).0)
 }
 
-/// A buffer twice the size of L2, written before a cold sample to evict the working set.
-pub struct L2Flush {
-    buf: Option<CudaSlice<u8>>,
-}
-
-impl L2Flush {
-    pub fn new(gpu: &Gpu) -> L2Flush {
-        let l2 = gpu
-            .ctx
-            .attribute(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
-            .unwrap_or(0);
-        let buf = (l2 > 0)
-            .then(|| gpu.stream.alloc_zeros::<u8>(2 * l2 as usize).ok())
-            .flatten();
-        L2Flush { buf }
-    }
-
-    pub fn flush(&mut self, gpu: &Gpu) {
-        if let Some(b) = self.buf.as_mut() {
-            let _ = gpu.stream.memset_zeros(b);
-            let _ = gpu.stream.synchronize();
+impl Gpu {
+    /// Writes `bytes` (0: twice the L2) of device memory before a cold sample, evicting the
+    /// working set, and waits for it. The buffer is kept for the worker's next flush.
+    pub fn flush_cache(&self, bytes: u64) {
+        let want = if bytes > 0 {
+            bytes as usize
+        } else {
+            let l2 = self
+                .ctx
+                .attribute(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+                .unwrap_or(0);
+            2 * l2.max(0) as usize
+        };
+        if want == 0 {
+            return;
+        }
+        let mut slot = self.flush.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_none_or(|b| b.len() < want) {
+            *slot = None;
+            *slot = self.stream.alloc_zeros::<u8>(want).ok();
+        }
+        if let Some(b) = slot.as_mut() {
+            let _ = self.stream.memset_zeros(b);
+            let _ = self.stream.synchronize();
         }
     }
 }

@@ -4,7 +4,7 @@
 //! `unsupported` with cuDNN's status name.
 
 use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
+use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
@@ -406,7 +406,6 @@ pub struct ConvRun {
     a: DevBuf,
     b: DevBuf,
     out: DevBuf,
-    flush: Option<L2Flush>,
 }
 
 pub fn prepare(
@@ -430,7 +429,6 @@ pub fn prepare(
         a,
         b,
         out,
-        flush: None,
     }))
 }
 
@@ -449,8 +447,7 @@ impl Prepared for ConvRun {
     fn tolerance_factor(&self) -> f64 {
         transform_factor(self.call.algo)
     }
-    fn flush_cache(&mut self) {
-        let g = self.gpu.clone();
-        self.flush.get_or_insert_with(|| L2Flush::new(&g)).flush(&g);
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
     }
 }

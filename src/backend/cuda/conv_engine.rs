@@ -22,7 +22,7 @@
 //! does not finalize is `unsupported` with cuDNN's status name.
 
 use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
+use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
 use super::conv::TRANSFORM_ERROR_FACTOR;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
@@ -779,7 +779,6 @@ pub struct EngineRun {
     _a: DevBuf,
     _b: DevBuf,
     out: DevBuf,
-    flush: Option<L2Flush>,
     graph: OpGraph,
 }
 
@@ -832,7 +831,6 @@ pub fn prepare(
         _a: a,
         _b: b,
         out,
-        flush: None,
         graph,
     }))
 }
@@ -865,9 +863,8 @@ impl Prepared for EngineRun {
             1.0
         }
     }
-    fn flush_cache(&mut self) {
-        let g = self.gpu.clone();
-        self.flush.get_or_insert_with(|| L2Flush::new(&g)).flush(&g);
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
     }
 }
 

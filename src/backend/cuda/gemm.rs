@@ -3,7 +3,7 @@
 //! C^T = op(B)^T op(A)^T, which needs no copies.
 
 use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, L2Flush, workspace, ws_ptr};
+use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
@@ -324,7 +324,6 @@ pub struct GemmRun {
     a: DevBuf,
     b: DevBuf,
     c: DevBuf,
-    flush: Option<L2Flush>,
 }
 
 pub fn prepare(
@@ -342,7 +341,6 @@ pub fn prepare(
         b: DevBuf::upload(gpu, &i.b)?,
         c: DevBuf::zeros(gpu, p.out_dtype, p.output_len())?,
         call,
-        flush: None,
     }))
 }
 
@@ -358,8 +356,7 @@ impl Prepared for GemmRun {
     fn workspace_bytes(&self) -> u64 {
         self.call.algo.workspaceSize as u64
     }
-    fn flush_cache(&mut self) {
-        let g = self.gpu.clone();
-        self.flush.get_or_insert_with(|| L2Flush::new(&g)).flush(&g);
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
     }
 }

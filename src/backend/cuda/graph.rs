@@ -237,6 +237,9 @@ impl Prepared for GraphRun {
         Ok(secs)
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
+    }
     fn output(&mut self) -> Result<HostData, UnitError> {
         while self.host_outs.iter().any(Option::is_none) {
             self.run(Batch::Single)?;

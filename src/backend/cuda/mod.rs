@@ -84,6 +84,7 @@ impl CudaBackend {
             ctx,
             stream,
             blocker: Default::default(),
+            flush: Default::default(),
         };
         let info = describe(&gpu, &libs);
         Ok(CudaBackend {

@@ -96,6 +96,9 @@ impl Prepared for RngRun {
             }
         })
     }
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
+    }
     fn output(&mut self) -> Result<HostData, UnitError> {
         match &self.out {
             Some(o) => o.download(&self.gpu),
@@ -186,6 +189,9 @@ impl Prepared for CopyRun {
             (_, Host::Pageable(_)) => Ok(()),
         })
     }
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
+    }
     fn output(&mut self) -> Result<HostData, UnitError> {
         let e = |e| driver_err("reading back the copy", e);
         let n = self.dev.len();
@@ -234,6 +240,9 @@ impl Prepared for CastRun {
         let (i, o) = (self.input.ptr(&g), self.out.ptr_mut(&g));
         let (k, from, to, n) = (self.k.clone(), self.p.from, self.p.to, self.p.count);
         timed(&g, batch, || k.cast(&g, from, to, i, o, n))
+    }
+    fn flush_cache(&mut self, bytes: u64) {
+        self.gpu.flush_cache(bytes);
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         let mut h = self.out.download(&self.gpu)?;

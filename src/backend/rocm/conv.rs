@@ -494,6 +494,10 @@ impl Prepared for ConvRun {
         d.timed(batch, || call.launch(pa, pb, po))
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
+    }
+
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.out.download(&self.dev)
     }

@@ -430,6 +430,10 @@ impl Prepared for GemmRun {
         d.timed(batch, || launch(&d, call, p, pa, pb, pc, ws))
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
+    }
+
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.c.download(&self.dev)
     }

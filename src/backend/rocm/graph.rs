@@ -178,6 +178,10 @@ impl Prepared for GraphRun {
         Ok(secs)
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
+    }
+
     fn output(&mut self) -> Result<HostData, UnitError> {
         while self.host_outs.iter().any(Option::is_none) {
             self.run(Batch::Single)?;

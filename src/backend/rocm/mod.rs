@@ -51,6 +51,38 @@ pub struct Dev {
     /// hipRTC's `--offload-arch` (empty: the current device's).
     arch: String,
     blocker: std::cell::RefCell<Option<Result<blocker::Blocker, UnitError>>>,
+    /// The cold-sample flush buffer (`flush_cache`), made on first use.
+    flush: std::cell::RefCell<Option<hip::DevMem>>,
+}
+
+/// The default flush when a sweep sets no `flush_mib`: past MI300's 256 MiB Infinity Cache (HIP
+/// has no attribute for its size) and past twice the L2.
+const DEFAULT_FLUSH_BYTES: usize = 512 << 20;
+
+impl Dev {
+    /// Writes `bytes` (0: the default above) of device memory before a cold sample, evicting the
+    /// working set from L2 and the Infinity Cache, and waits for it.
+    pub fn flush_cache(&self, bytes: u64) {
+        let want = if bytes > 0 {
+            bytes as usize
+        } else {
+            let mut l2: std::ffi::c_int = 0;
+            // SAFETY: out-pointer to a live int; device 0 is the worker's device.
+            let rc = unsafe { (self.hip.api.hipDeviceGetAttribute)(&mut l2, 19, 0) };
+            let l2 = if rc == 0 { l2.max(0) as usize } else { 0 };
+            DEFAULT_FLUSH_BYTES.max(2 * l2)
+        };
+        let mut slot = self.flush.borrow_mut();
+        if slot.as_ref().is_none_or(|m| m.bytes < want) {
+            *slot = None;
+            *slot = hip::DevMem::alloc(&self.hip, want).ok();
+        }
+        if let Some(m) = slot.as_ref() {
+            // SAFETY: the buffer holds m.bytes bytes; the stream is live.
+            let _ = unsafe { (self.hip.api.hipMemsetAsync)(m.ptr, 0, m.bytes, self.stream.raw) };
+            let _ = self.stream.sync();
+        }
+    }
 }
 
 pub type DevRef = std::rc::Rc<Dev>;
@@ -306,6 +338,7 @@ impl RocmBackend {
                 rtc: libs.hiprtc.as_ref().ok().cloned(),
                 arch: arch.clone(),
                 blocker: Default::default(),
+                flush: Default::default(),
             }),
             libs,
             info,

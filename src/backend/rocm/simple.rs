@@ -114,6 +114,10 @@ impl Prepared for RngRun {
         })
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
+    }
+
     fn output(&mut self) -> Result<HostData, UnitError> {
         match &self.out {
             Some(o) => o.download(&self.dev),
@@ -241,6 +245,10 @@ impl Prepared for CopyRun {
         Ok(t)
     }
 
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
+    }
+
     fn output(&mut self) -> Result<HostData, UnitError> {
         let bytes = match self.dir {
             CopyDir::H2d => self.src.read()?,
@@ -288,6 +296,10 @@ impl Prepared for CastRun {
         let (from, to, n) = (self.p.from, self.p.to, self.p.count);
         let k = &self.k;
         d.timed(batch, || k.cast(&d, from, to, i, o, n))
+    }
+
+    fn flush_cache(&mut self, bytes: u64) {
+        self.dev.flush_cache(bytes);
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {
