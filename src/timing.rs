@@ -177,6 +177,7 @@ mod tests {
             target_noise: 0.05,
             max_time: 10.0,
             flush_cache: false,
+            flush_mib: 0,
             enabled: true,
         }
     }
