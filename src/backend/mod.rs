@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod cuda;
 pub mod rocm;
+pub mod telemetry;
 
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -75,6 +76,12 @@ pub trait Backend {
         _inputs: &Inputs,
     ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
         None
+    }
+
+    /// The device's clock and temperature now (NVML, ROCm SMI); empty where the backend cannot
+    /// read them.
+    fn telemetry(&mut self) -> telemetry::Reading {
+        telemetry::Reading::default()
     }
 
     /// TEST-ONLY (through ROCSWEEP_TEST_FAULT=...:gpuhang@run): launch a device kernel that

@@ -1,6 +1,7 @@
 //! One unit from inputs to outcome: alloc/compile inside the backend, the first call, verification
 //! against the reference, then timing. Plain data in and out, so it can run inside a worker.
 
+use crate::backend::telemetry::Span;
 use crate::backend::{Backend, PhaseSink, UnitError};
 use crate::op::inputs::seed_from_id;
 use crate::op::{Case, Inputs};
@@ -42,6 +43,9 @@ pub struct Outcome {
     /// One call with its launch, as a framework sees it.
     #[serde(default)]
     pub call_stats: Option<Stats>,
+    /// The device's clock and temperature before and after the samples, where readable.
+    #[serde(default)]
+    pub telemetry: Option<Span>,
     pub workspace_bytes: u64,
     pub wall_s: f64,
 }
@@ -59,6 +63,7 @@ impl Outcome {
             compile_warm_s: None,
             stats: None,
             call_stats: None,
+            telemetry: None,
             workspace_bytes: 0,
             wall_s: 0.0,
         }
@@ -158,6 +163,7 @@ fn run_inner(
             .filter(|w| w.is_finite()),
         stats: None,
         call_stats: None,
+        telemetry: None,
         workspace_bytes: prepared.workspace_bytes(),
         wall_s: 0.0,
     };
@@ -224,6 +230,7 @@ fn run_inner(
     // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.
     if outcome.status == Status::Ok && policies.timing.enabled {
         t.phase("run");
+        let before = backend.telemetry();
         let sample = |flush: bool| {
             if flush {
                 prepared.flush_cache(u64::from(policies.timing.flush_mib) << 20);
@@ -236,6 +243,11 @@ fn run_inner(
             Ok(m) => {
                 outcome.stats = Some(m.device);
                 outcome.call_stats = Some(m.call);
+                let span = Span {
+                    before,
+                    after: backend.telemetry(),
+                };
+                outcome.telemetry = (span != Span::default()).then_some(span);
             }
             Err(e) => return classify(e, "run"),
         }

@@ -38,6 +38,9 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "call_median_ms",
     "call_p10_ms",
     "call_p90_ms",
+    "clock_mhz",
+    "temp_c",
+    "clock_drop",
     "gflops",
     "gbps",
     "workspace_bytes",
@@ -55,6 +58,9 @@ pub const OPTIONAL_COLUMNS: &[&str] = &[
     "call_median_ms",
     "call_p10_ms",
     "call_p90_ms",
+    "clock_mhz",
+    "temp_c",
+    "clock_drop",
 ];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it
@@ -104,6 +110,7 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
     let p = &key.case.problem;
     let (flops, bytes) = (p.flops(), p.bytes());
     let st = out.stats.as_ref();
+    let tele = out.telemetry.as_ref();
     let m = out.verification.as_ref().map(|v| &v.metrics);
     let rate = |work: f64, scale: f64| match st {
         Some(s) if s.median > 0.0 && work > 0.0 => format!("{:.3}", work / s.median / scale),
@@ -139,6 +146,13 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         ms(out.call_stats.as_ref().map(|s| s.median)),
         ms(out.call_stats.as_ref().map(|s| s.p10)),
         ms(out.call_stats.as_ref().map(|s| s.p90)),
+        tele.and_then(|t| t.clock_mhz())
+            .map(|v| format!("{v:.0}"))
+            .unwrap_or_default(),
+        tele.and_then(|t| t.temp_c())
+            .map(|v| format!("{v:.0}"))
+            .unwrap_or_default(),
+        tele.and_then(|t| t.clock_drop()).unwrap_or_default(),
         rate(flops, 1e9),
         rate(bytes, 1e9),
         out.workspace_bytes.to_string(),

@@ -9,6 +9,7 @@ mod conv_engine;
 mod gemm;
 mod graph;
 mod kernels;
+mod nvml;
 mod simple;
 
 use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
@@ -52,6 +53,8 @@ fn presence() -> Vec<(&'static str, bool)> {
 pub struct CudaBackend {
     gpu: Gpu,
     info: BackendInfo,
+    /// Clock and temperature readings, or why there are none.
+    nvml: Result<nvml::Nvml, String>,
     libs: Vec<(&'static str, bool)>,
     kernels: Option<kernels::Kernels>,
 }
@@ -62,6 +65,20 @@ fn driver_err(what: &str, e: impl std::fmt::Debug) -> UnitError {
         code: format!("{e:?}"),
         message: what.to_string(),
     }
+}
+
+/// The PCI bus id of the context's device ("0000:18:00.0"), which NVML looks devices up by.
+fn pci_bus_id(gpu: &Gpu) -> Result<String, String> {
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: the buffer's length is passed with it; the device is the context's own.
+    let rc = unsafe {
+        dsys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, gpu.ctx.cu_device())
+    };
+    if rc != dsys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuDeviceGetPCIBusId returned {rc:?}"));
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    Ok(buf[..end].iter().map(|&c| c as u8 as char).collect())
 }
 
 impl CudaBackend {
@@ -86,10 +103,19 @@ impl CudaBackend {
             blocker: Default::default(),
             flush: Default::default(),
         };
-        let info = describe(&gpu, &libs);
+        let mut info = describe(&gpu, &libs);
+        let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
+        info.versions.insert(
+            "telemetry".into(),
+            match &nvml {
+                Ok(_) => "NVML (SM clock, temperature per unit)".into(),
+                Err(why) => format!("none ({why})"),
+            },
+        );
         Ok(CudaBackend {
             gpu,
             info,
+            nvml,
             libs,
             kernels: None,
         })
@@ -212,6 +238,10 @@ fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
 impl Backend for CudaBackend {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
+        self.nvml.as_ref().map(|n| n.read()).unwrap_or_default()
     }
 
     fn info(&self) -> BackendInfo {

@@ -79,6 +79,7 @@ api! {
             hipGetDeviceProperties: fn(*mut c_void, c_int) -> c_int;
             hipMemGetInfo: fn(*mut usize, *mut usize) -> c_int;
             hipHostGetDevicePointer: fn(*mut Ptr, Ptr, c_uint) -> c_int;
+            hipDeviceGetPCIBusId: fn(*mut std::ffi::c_char, c_int, c_int) -> c_int;
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod loader;
 mod miopen;
 mod rocblas;
 mod simple;
+mod smi;
 pub mod solvers;
 
 use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
@@ -125,6 +126,26 @@ pub struct RocmBackend {
     info: BackendInfo,
     arch: String,
     kernels: Option<kernels::Kernels>,
+    /// Clock and temperature readings, or why there are none.
+    smi: Result<smi::Smi, String>,
+}
+
+/// The PCI bus id of HIP device 0 ("0000:03:00.0"), which ROCm SMI looks devices up by.
+fn pci_bus_id(hip: &Hip) -> Result<String, String> {
+    let f = hip
+        .api
+        .hipDeviceGetPCIBusId
+        .ok_or("the HIP runtime has no hipDeviceGetPCIBusId")?;
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: the buffer's length is passed with it.
+    let rc = unsafe { f(buf.as_mut_ptr(), buf.len() as std::ffi::c_int, 0) };
+    if rc != 0 {
+        return Err(format!(
+            "hipDeviceGetPCIBusId returned {}",
+            hip.error_name(rc)
+        ));
+    }
+    Ok(loader::c_str(buf.as_ptr()))
 }
 
 /// ROCm-related variables recorded in the manifest (the ones that change what the stack does).
@@ -331,6 +352,14 @@ impl RocmBackend {
         };
         describe_stack(&hip, &libs, &mut info.versions);
         describe_device(facts, &mut info.versions);
+        let smi = pci_bus_id(&hip).and_then(|id| smi::Smi::open(&id));
+        info.versions.insert(
+            "telemetry".into(),
+            match &smi {
+                Ok(_) => "ROCm SMI (system clock, temperature per unit)".into(),
+                Err(why) => format!("none ({why})"),
+            },
+        );
         Ok(RocmBackend {
             dev: std::rc::Rc::new(Dev {
                 hip,
@@ -344,6 +373,7 @@ impl RocmBackend {
             info,
             arch,
             kernels: None,
+            smi,
         })
     }
 
@@ -361,6 +391,10 @@ impl RocmBackend {
 impl Backend for RocmBackend {
     fn name(&self) -> &'static str {
         "rocm"
+    }
+
+    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
+        self.smi.as_ref().map(|s| s.read()).unwrap_or_default()
     }
 
     fn info(&self) -> BackendInfo {
