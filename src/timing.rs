@@ -94,6 +94,15 @@ pub fn calls_per_sample(batch: Batch, call_s: f64) -> usize {
     }
 }
 
+/// How many input sets (the original and its copies) make up `bytes` of rotating inputs, for
+/// inputs of `set_bytes` each: at least 1, at most 256.
+pub fn rotating_sets(bytes: u64, set_bytes: u64) -> usize {
+    if bytes == 0 || set_bytes == 0 {
+        return 1;
+    }
+    bytes.div_ceil(set_bytes).clamp(1, 256) as usize
+}
+
 /// Linear interpolation between closest ranks, on sorted data.
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {
@@ -178,6 +187,7 @@ mod tests {
             max_time: 10.0,
             flush_cache: false,
             flush_mib: 0,
+            rotating_mib: 0,
             enabled: true,
         }
     }
@@ -257,6 +267,14 @@ mod tests {
         .unwrap();
         assert_eq!(s.device.median, 4e-6);
         assert_eq!(s.call.median, 13e-6);
+    }
+
+    #[test]
+    fn rotating_sets_cover_the_requested_bytes() {
+        assert_eq!(rotating_sets(0, 100), 1);
+        assert_eq!(rotating_sets(512 << 20, 96 << 20), 6);
+        assert_eq!(rotating_sets(1, 96 << 20), 1);
+        assert_eq!(rotating_sets(u64::MAX, 1), 256);
     }
 
     #[test]

@@ -692,9 +692,10 @@ fn selftest_names_the_failing_check_on_a_strix_halo_model() {
     assert!(out.contains("To report it, send this output"), "{out}");
 }
 
-/// Both timing figures on ROCm, and cold samples that flush a buffer of the sweep's size before
-/// each one (the flush was a silent no-op on ROCm before): every unit is timed launch-free
-/// (median_ms, behind the blocking kernel compiled by hipRTC) and per call (call_median_ms).
+/// Both timing figures on ROCm, with cold samples that flush a buffer of the sweep's size before
+/// each one (the flush was a silent no-op on ROCm before) and rotating input copies: every unit
+/// is timed launch-free (median_ms, behind the blocking kernel compiled by hipRTC) and per call
+/// (call_median_ms).
 #[test]
 fn rocm_units_carry_device_and_per_call_times_also_with_cold_samples() {
     let tmp = tempfile::tempdir().unwrap();

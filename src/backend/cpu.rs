@@ -132,6 +132,8 @@ impl Backend for CpuBackend {
                     a,
                     b,
                     out: Vec::new(),
+                    rotating: Vec::new(),
+                    next: 0,
                 })
             }
             (Problem::Rng(p), Inputs::Rng { seed }) => Box::new(RngRun {
@@ -199,14 +201,28 @@ struct GemmRun {
     a: Vec<f32>,
     b: Vec<f32>,
     out: Vec<f32>,
+    /// Copies of (a, b) that consecutive calls use in turn (`rotate_inputs`), and the next one.
+    rotating: Vec<(Vec<f32>, Vec<f32>)>,
+    next: usize,
 }
 
 impl Prepared for GemmRun {
     fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let threads = rayon::current_num_threads();
-        Ok(timed(|| {
-            self.out = self.p.compute::<f32>(&self.a, &self.b, threads)
-        }))
+        let i = self.next % (self.rotating.len() + 1);
+        self.next += 1;
+        let (a, b) = match i {
+            0 => (&self.a, &self.b),
+            _ => (&self.rotating[i - 1].0, &self.rotating[i - 1].1),
+        };
+        let (p, out) = (&self.p, &mut self.out);
+        Ok(timed(|| *out = p.compute::<f32>(a, b, threads)))
+    }
+    fn rotate_inputs(&mut self, bytes: u64) -> Result<(), UnitError> {
+        let set = 4 * (self.a.len() + self.b.len()) as u64;
+        let n = crate::timing::rotating_sets(bytes, set);
+        self.rotating = (1..n).map(|_| (self.a.clone(), self.b.clone())).collect();
+        Ok(())
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         Ok(HostData::from_f32(self.p.out_dtype, &self.out))

@@ -107,6 +107,11 @@ pub trait Prepared {
     /// Evicts caches before a cold sample by writing `bytes` of device memory (0: the backend's
     /// default for the device); a no-op where the backend has nothing to flush.
     fn flush_cache(&mut self, _bytes: u64) {}
+    /// gemm: makes copies of the inputs, `bytes` in all, that later calls use in turn
+    /// (`[timing] rotating_mib`; the sweep loader allows it for gemm only).
+    fn rotate_inputs(&mut self, _bytes: u64) -> Result<(), UnitError> {
+        Ok(())
+    }
     /// How much more rounding error than a direct dot product the algorithm is known to have
     /// (FFT and Winograd transforms amplify it); multiplies the op's tolerance.
     fn tolerance_factor(&self) -> f64 {

@@ -230,6 +230,11 @@ fn run_inner(
     // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.
     if outcome.status == Status::Ok && policies.timing.enabled {
         t.phase("run");
+        if policies.timing.rotating_mib > 0
+            && let Err(e) = prepared.rotate_inputs(u64::from(policies.timing.rotating_mib) << 20)
+        {
+            return classify(e, "alloc");
+        }
         let before = backend.telemetry();
         let sample = |flush: bool| {
             if flush {

@@ -336,6 +336,20 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         }
     }
     let timing = cx.timing(root.get("timing"))?;
+    if timing.rotating_mib > 0 && op != OpKind::Gemm {
+        let at = root
+            .get("timing")
+            .and_then(|t| t.get_ref().as_table())
+            .and_then(|t| t.get("rotating_mib"))
+            .map_or(0..0, |v| v.span());
+        return Err(cx.err(
+            at,
+            format!(
+                "`rotating_mib` applies to gemm only (its inputs are what rotate, as with hipblaslt-bench --rotating); this sweep's op is {}",
+                op.name()
+            ),
+        ));
+    }
     let verify = cx.verify(root.get("verify"))?;
 
     let sha256 = Sha256::digest(text.as_bytes())

@@ -75,6 +75,11 @@ pub struct TimingPolicy {
     /// ROCm: twice the L2 and at least 512 MiB, past MI300's 256 MiB Infinity Cache).
     #[serde(default)]
     pub flush_mib: u32,
+    /// gemm: copies of the inputs, this many MiB in all, used in turn by consecutive calls, so a
+    /// call does not find its inputs in a cache the previous call warmed (as hipblaslt-bench
+    /// `--rotating`); 0 = off.
+    #[serde(default)]
+    pub rotating_mib: u32,
     /// Skip timing altogether (verification only).
     pub enabled: bool,
 }
@@ -89,6 +94,7 @@ impl Default for TimingPolicy {
             max_time: 1.0,
             flush_cache: false,
             flush_mib: 0,
+            rotating_mib: 0,
             enabled: true,
         }
     }

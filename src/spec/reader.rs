@@ -304,6 +304,7 @@ impl Cx<'_> {
             "max_time",
             "flush_cache",
             "flush_mib",
+            "rotating_mib",
         ];
         self.deny_unknown(table, &keys, "[timing]")?;
         for (key, v) in table.iter() {
@@ -324,6 +325,7 @@ impl Cx<'_> {
                 }
                 "max_time" => p.max_time = self.positive_seconds(v, k)?,
                 "flush_mib" => p.flush_mib = self.count(v, k, 0)?,
+                "rotating_mib" => p.rotating_mib = self.count(v, k, 0)?,
                 _ => p.flush_cache = self.boolean(v, k)?,
             }
         }
