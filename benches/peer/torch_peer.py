@@ -18,33 +18,6 @@ import torch
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
-def graph_ms(fn, calls=20, warmup=3, reps=20):
-    """Launch-free time per call: a CUDA graph of `calls` calls replayed, time / calls (the same
-    quantity as rocsweep's median_ms)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(warmup):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / calls)
-    return statistics.median(times)
-
-
 def time_ms(fn, warmup=5, reps=30):
     for _ in range(warmup):
         fn()

@@ -118,13 +118,7 @@ impl Blocker {
         self.set(0, 1);
         let secs = secs?;
         if self.get(1) != 0 {
-            return Err(UnitError::Library {
-                library: "rocsweep-timing".into(),
-                code: "blocking kernel timed out".into(),
-                message: format!(
-                    "{k} queued call(s) waited for the device before the timer released it; a call that synchronizes with the host cannot be timed launch-free"
-                ),
-            });
+            return Err(crate::timing::blocker_timed_out(k));
         }
         Ok(secs / k as f64)
     }

@@ -507,3 +507,18 @@ impl Backend for RocmBackend {
         k.spin_forever(&self.dev)
     }
 }
+
+#[cfg(test)]
+mod arch_tests {
+    use super::offload_arch;
+
+    #[test]
+    fn hiprtc_gets_the_bare_target_or_nothing() {
+        assert_eq!(offload_arch("gfx1010:xnack-"), "gfx1010");
+        assert_eq!(offload_arch("gfx90a:sramecc+:xnack-"), "gfx90a");
+        assert_eq!(offload_arch("gfx1151"), "gfx1151");
+        // An unreadable gfx name: no --offload-arch (hipRTC compiles for the current device).
+        assert_eq!(offload_arch("unknown"), "");
+        assert_eq!(offload_arch(""), "");
+    }
+}
