@@ -581,3 +581,102 @@ fn a_worker_that_cannot_start_leaves_no_run_directory_behind() {
         "no run or staging directory"
     );
 }
+
+/// The pid of the first worker the run in `out` started (its log's first line), once it exists.
+fn first_worker_pid(out: &Path, deadline: Instant) -> i32 {
+    loop {
+        let logs = std::fs::read_dir(out.join("workers")).into_iter().flatten();
+        for e in logs.flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            if let Some(pid) = text
+                .split_whitespace()
+                .skip_while(|w| *w != "pid")
+                .nth(1)
+                .and_then(|p| p.parse().ok())
+            {
+                return pid;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no worker log in {}",
+            out.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` is still a live process (a zombie waiting for its reaper counts as gone).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Waits until the journal says the second unit (bytes=128, the hanging one: units run in the
+/// sweep's order) is in its run phase.
+fn wait_for_hang(out: &Path, deadline: Instant) {
+    loop {
+        let j = std::fs::read_to_string(out.join("journal.ndjson")).unwrap_or_default();
+        let finished = j.lines().filter(|l| l.contains("\"finished\"")).count();
+        let last = j.lines().last().unwrap_or("");
+        if finished == 1 && last.contains("\"phase\":\"run\"") {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the hanging unit never started:\n{j}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 14: a worker outlived its supervisor (kill -9, SIGTERM, SIGHUP) and spun on with parent
+/// pid 1. Now the worker ends itself when its supervisor is gone, TERM and HUP stop the run at
+/// once (exit 130, like a second Ctrl-C), and a resume records the hanging unit `interrupted`.
+#[test]
+fn no_worker_outlives_its_supervisor_whatever_the_signal() {
+    for sig in [libc::SIGKILL, libc::SIGTERM, libc::SIGHUP] {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = sweep(tmp.path(), "[limits]\nrun = 600\n");
+        let out = tmp.path().join("run");
+        let mut child = spawn_run(&s, &out, "bytes=128:hang@run");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        wait_for_hang(&out, deadline);
+        let worker = first_worker_pid(&out, deadline);
+        assert!(
+            alive(worker),
+            "signal {sig}: the worker runs the hanging unit"
+        );
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let st = child.wait().unwrap();
+        if sig != libc::SIGKILL {
+            assert_eq!(
+                st.code(),
+                Some(130),
+                "signal {sig} stops the run like Ctrl-C"
+            );
+        }
+        while alive(worker) {
+            assert!(
+                Instant::now() < deadline,
+                "signal {sig}: worker {worker} outlived its supervisor"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = resume(&out, &[]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows = Rows::read(&out);
+        assert_eq!(rows.rows.len(), 5, "signal {sig}");
+        assert_eq!(
+            rows.by("bytes", "128")["status"],
+            "interrupted",
+            "signal {sig}"
+        );
+    }
+}

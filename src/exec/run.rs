@@ -96,6 +96,18 @@ fn interrupts() -> Arc<AtomicUsize> {
                     eprintln!("\nCtrl-C again: killing the worker");
                 }
             });
+            // SIGTERM and SIGHUP (a scheduler, a closed terminal) stop at once, as a second
+            // Ctrl-C does: the running unit's worker group is killed, everything is written, and
+            // the run exits 130, resumable. The handler only adds to an atomic counter.
+            for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+                let c = Arc::clone(&count);
+                // SAFETY: the closure is async-signal-safe (one atomic add).
+                let _ = unsafe {
+                    signal_hook::low_level::register(sig, move || {
+                        c.fetch_add(2, Ordering::SeqCst);
+                    })
+                };
+            }
             count
         })
         .clone()

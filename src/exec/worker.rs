@@ -64,6 +64,20 @@ impl PhaseSink for Phases<'_> {
     }
 }
 
+/// Ends the worker's whole process group (the worker leads it: the supervisor starts each worker
+/// in a group of its own), so nothing it started outlives it.
+fn orphaned() -> ! {
+    eprintln!("worker: the supervisor is gone; ending the worker's process group");
+    // SAFETY: getpgrp/getpid have no preconditions; the signal goes to our own group, and only
+    // when this worker leads it (a worker started by hand shares its shell's job group).
+    unsafe {
+        if libc::getpgrp() == libc::getpid() {
+            libc::kill(0, libc::SIGKILL);
+        }
+    }
+    std::process::exit(1)
+}
+
 /// The handshake: protocol version, pid, and what the backend says about itself.
 fn ready(out: &Out, info: backend::BackendInfo) -> bool {
     send(
@@ -103,11 +117,17 @@ pub fn main(backend_name: &str) -> i32 {
     };
     let faults = Faults::from_env();
     let hb = Arc::clone(&out);
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(HEARTBEAT);
-            if !send(&hb, &Event::Heartbeat) {
-                break;
+            // A worker whose supervisor is gone (killed with any signal: the worker is then
+            // reparented, and its protocol pipe breaks) ends itself and everything it started,
+            // within a heartbeat, even while a unit hangs in a library call.
+            // SAFETY: getppid has no preconditions.
+            if unsafe { libc::getppid() } != parent || !send(&hb, &Event::Heartbeat) {
+                orphaned();
             }
         }
     });
