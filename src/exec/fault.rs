@@ -128,10 +128,10 @@ pub fn trigger(action: Action) {
             }
         }
         Action::Segv => {
-            // An unmapped, aligned, non-null address: a real invalid access, delivered as SIGSEGV.
-            let p = 0x10 as *mut u64;
-            // SAFETY: none; this deliberately faults. Test-only, reached only through ENV.
-            unsafe { p.write_volatile(1) };
+            // The signal a real invalid access delivers, without the undefined behaviour of making
+            // one. Test-only, reached only through ENV.
+            // SAFETY: raise(2) on our own process.
+            unsafe { libc::raise(libc::SIGSEGV) };
         }
         Action::Abort => std::process::abort(),
         Action::Exit => std::process::exit(17),

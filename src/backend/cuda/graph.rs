@@ -8,9 +8,9 @@
 use super::blocker::timed;
 use super::buffers::{DevBuf, Gpu};
 use super::conv::ConvCall;
-use super::driver_err;
 use super::gemm::GemmCall;
 use super::kernels::Kernels;
+use super::{driver_err, internal_err};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::op::graph::{Graph, GraphInputs};
 use crate::tensor::HostData;
@@ -207,7 +207,7 @@ impl Prepared for GraphRun {
             (DevBuf::F32(a), DevBuf::F32(x)) => g.stream.memcpy_dtod(a, x).map_err(e)?,
             (DevBuf::F16(a), DevBuf::F16(x)) => g.stream.memcpy_dtod(a, x).map_err(e)?,
             (DevBuf::Bf16(a), DevBuf::Bf16(x)) => g.stream.memcpy_dtod(a, x).map_err(e)?,
-            _ => return Err(driver_err("input types differ", "INPUT_MISMATCH")),
+            _ => return Err(internal_err("input types differ", "INPUT_MISMATCH")),
         }
         let secs = match &self.graph {
             Some(graph) => timed(&g, batch, || {
@@ -227,7 +227,7 @@ impl Prepared for GraphRun {
                     (DevBuf::F32(y), DevBuf::F32(o)) => g.stream.memcpy_dtod(y, o).map_err(ek)?,
                     (DevBuf::F16(y), DevBuf::F16(o)) => g.stream.memcpy_dtod(y, o).map_err(ek)?,
                     (DevBuf::Bf16(y), DevBuf::Bf16(o)) => g.stream.memcpy_dtod(y, o).map_err(ek)?,
-                    _ => return Err(driver_err("output types differ", "INPUT_MISMATCH")),
+                    _ => return Err(internal_err("output types differ", "INPUT_MISMATCH")),
                 }
                 self.host_outs[r] = Some(HostData::zeros(self.steps.p.dtype, 0));
             } else {

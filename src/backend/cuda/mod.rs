@@ -59,10 +59,20 @@ pub struct CudaBackend {
     kernels: Option<kernels::Kernels>,
 }
 
-fn driver_err(what: &str, e: impl std::fmt::Debug) -> UnitError {
+/// An inconsistency inside rocsweep (not the driver's), with a code of its own.
+fn internal_err(what: &str, code: &str) -> UnitError {
+    UnitError::Library {
+        library: "rocsweep".into(),
+        code: code.into(),
+        message: what.to_string(),
+    }
+}
+
+/// A driver error as a unit error: the code is the driver's own name (`CUDA_ERROR_...`).
+fn driver_err(what: &str, e: cudarc::driver::DriverError) -> UnitError {
     UnitError::Library {
         library: "cuda".into(),
-        code: format!("{e:?}"),
+        code: format!("{:?}", e.0),
         message: what.to_string(),
     }
 }
@@ -141,7 +151,7 @@ impl CudaBackend {
         }
         self.kernels
             .as_ref()
-            .ok_or_else(|| driver_err("kernels", "not compiled"))
+            .ok_or_else(|| internal_err("kernels", "NOT_COMPILED"))
     }
 }
 
@@ -277,7 +287,7 @@ impl Backend for CudaBackend {
         inputs: &Inputs,
         phases: &mut dyn PhaseSink,
     ) -> Result<Box<dyn Prepared>, UnitError> {
-        let mismatch = || driver_err("inputs do not belong to this problem", "INPUT_MISMATCH");
+        let mismatch = || internal_err("inputs do not belong to this problem", "INPUT_MISMATCH");
         match (problem, inputs) {
             (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
                 self.need("libcudnn")?;

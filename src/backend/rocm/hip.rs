@@ -1,7 +1,7 @@
 //! The HIP runtime (libamdhip64): raw symbols, calls that turn hipError_t into Results named by
 //! the runtime itself, and owning types that free what they hold.
 
-use super::loader::{self, api, c_str};
+use super::loader::{self, api, c_str, c_str_in};
 use crate::backend::UnitError;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
@@ -133,8 +133,8 @@ impl Hip {
     }
 
     pub fn error_name(&self, rc: c_int) -> String {
-        // SAFETY: static string for any code.
-        c_str(unsafe { (self.api.hipGetErrorName)(rc) })
+        // SAFETY: hipGetErrorName returns a static NUL-terminated string for any code.
+        unsafe { c_str((self.api.hipGetErrorName)(rc)) }
     }
 }
 
@@ -466,7 +466,7 @@ impl GraphExec {
         if rc != 0 {
             // SAFETY: the graph was created by EndCapture and is destroyed once.
             unsafe { (hip.api.hipGraphDestroy)(graph) };
-            let text = c_str(log.as_ptr());
+            let text = c_str_in(&log);
             return Err(stage(
                 "instantiate",
                 hip.check(rc, &format!("hipGraphInstantiate {text}"))
@@ -511,7 +511,7 @@ pub fn device_facts(hip: &Hip, dev: c_int) -> DeviceFacts {
     let mut name = [0 as c_char; 256];
     // SAFETY: buffer and its length.
     let name = if unsafe { (hip.api.hipDeviceGetName)(name.as_mut_ptr(), 255, dev) } == 0 {
-        c_str(name.as_ptr())
+        c_str_in(&name)
     } else {
         "unknown AMD device".into()
     };

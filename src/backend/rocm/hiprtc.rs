@@ -65,8 +65,8 @@ impl Hiprtc {
     }
 
     fn err(&self, rc: c_int, what: &str, log: String) -> UnitError {
-        // SAFETY: a static string for any code.
-        let name = c_str(unsafe { (self.api.hiprtcGetErrorString)(rc) });
+        // SAFETY: hiprtcGetErrorString returns a static NUL-terminated string for any code.
+        let name = unsafe { c_str((self.api.hiprtcGetErrorString)(rc)) };
         UnitError::Library {
             library: "hiprtc".into(),
             code: name,

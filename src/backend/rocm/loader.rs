@@ -116,17 +116,50 @@ macro_rules! api {
 pub(crate) use api;
 
 /// A C string returned by a library (error names, version strings), or a placeholder.
-pub(crate) fn c_str(p: *const std::ffi::c_char) -> String {
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string that stays valid during the call (what the
+/// libraries' error-name and version calls return). For a buffer the caller filled, use
+/// [`c_str_in`], which cannot read past it.
+pub(crate) unsafe fn c_str(p: *const std::ffi::c_char) -> String {
     if p.is_null() {
         return "(null)".into();
     }
-    // SAFETY: the libraries return NUL-terminated static strings.
+    // SAFETY: the caller's contract above.
     unsafe { std::ffi::CStr::from_ptr(p) }
         .to_string_lossy()
         .into_owned()
 }
 
+/// The string a library wrote into `buf`: up to its first NUL, and never past the buffer's end
+/// (a library that filled it without a terminator gives the whole buffer).
+pub(crate) fn c_str_in(buf: &[std::ffi::c_char]) -> String {
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    let bytes: Vec<u8> = buf[..end].iter().map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 /// A version packed as major*10000000 + minor*100000 + patch (HIP's encoding).
 pub fn hip_version(v: i32) -> (i32, i32, i32) {
     (v / 10_000_000, (v / 100_000) % 100, v % 100_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::c_str_in;
+
+    #[test]
+    fn a_filled_buffer_is_read_up_to_its_nul_and_never_past_its_end() {
+        let mut buf = [0 as std::ffi::c_char; 8];
+        for (i, b) in b"gfx1030".iter().enumerate() {
+            buf[i] = *b as std::ffi::c_char;
+        }
+        assert_eq!(c_str_in(&buf), "gfx1030");
+        let full = [b'x' as std::ffi::c_char; 4];
+        assert_eq!(
+            c_str_in(&full),
+            "xxxx",
+            "no terminator: the whole buffer, nothing more"
+        );
+    }
 }

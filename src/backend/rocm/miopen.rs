@@ -126,8 +126,8 @@ impl Miopen {
             return Ok(());
         }
         let name = status_name(rc);
-        // SAFETY: a static string for any code.
-        let text = c_str(unsafe { (self.api.miopenGetErrorString)(rc) });
+        // SAFETY: miopenGetErrorString returns a static NUL-terminated string for any code.
+        let text = unsafe { c_str((self.api.miopenGetErrorString)(rc)) };
         if rc == STATUS_UNSUPPORTED_OP || rc == STATUS_NOT_IMPLEMENTED {
             return Err(UnitError::Unsupported(format!(
                 "{name} from {what}: {text}"

@@ -145,7 +145,7 @@ fn pci_bus_id(hip: &Hip) -> Result<String, String> {
             hip.error_name(rc)
         ));
     }
-    Ok(loader::c_str(buf.as_ptr()))
+    Ok(loader::c_str_in(&buf))
 }
 
 /// ROCm-related variables recorded in the manifest (the ones that change what the stack does).

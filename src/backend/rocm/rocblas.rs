@@ -3,7 +3,7 @@
 //! 6.x, 5 on 7.x.
 
 use super::hip::Ptr;
-use super::loader::{self, api, c_str};
+use super::loader::{self, api, c_str, c_str_in};
 use crate::backend::UnitError;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
@@ -64,15 +64,15 @@ impl Rocblas {
         let f = self.api.rocblas_get_version_string?;
         let mut buf = [0 as c_char; 128];
         // SAFETY: the buffer and its size.
-        (unsafe { f(buf.as_mut_ptr(), buf.len()) } == 0).then(|| c_str(buf.as_ptr()))
+        (unsafe { f(buf.as_mut_ptr(), buf.len()) } == 0).then(|| c_str_in(&buf))
     }
 
     pub fn check(&self, rc: c_int, what: &str) -> Result<(), UnitError> {
         if rc == 0 {
             return Ok(());
         }
-        // SAFETY: a static string for any code.
-        let name = c_str(unsafe { (self.api.rocblas_status_to_string)(rc) });
+        // SAFETY: rocblas_status_to_string returns a static NUL-terminated string for any code.
+        let name = unsafe { c_str((self.api.rocblas_status_to_string)(rc)) };
         if rc == NOT_IMPLEMENTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
