@@ -129,9 +129,14 @@ pub fn trigger(action: Action) {
         }
         Action::Segv => {
             // The signal a real invalid access delivers, without the undefined behaviour of making
-            // one. Test-only, reached only through ENV.
-            // SAFETY: raise(2) on our own process.
-            unsafe { libc::raise(libc::SIGSEGV) };
+            // one. Rust's runtime installs a SIGSEGV handler (stack-overflow detection) that
+            // returns for a raised signal, so the default action is restored first. Test-only,
+            // reached only through ENV.
+            // SAFETY: signal(2) and raise(2) on our own process.
+            unsafe {
+                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+                libc::raise(libc::SIGSEGV);
+            }
         }
         Action::Abort => std::process::abort(),
         Action::Exit => std::process::exit(17),
