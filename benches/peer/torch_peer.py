@@ -10,10 +10,11 @@ Conv rows carry the cuDNN version PyTorch ran (its own bundled copy) and its ben
 many engine configurations cudnn-benchmark times per shape).
 """
 import csv
-import statistics
 import sys
 
 import torch
+
+from peer_times import per_call_ms
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -22,15 +23,7 @@ def time_ms(fn, warmup=5, reps=30):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return per_call_ms(fn, reps)
 
 
 def gemm_rows():

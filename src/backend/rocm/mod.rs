@@ -124,7 +124,6 @@ pub struct RocmBackend {
     dev: DevRef,
     libs: Libs,
     info: BackendInfo,
-    arch: String,
     kernels: Option<kernels::Kernels>,
     /// Clock and temperature readings, or why there are none.
     smi: Result<smi::Smi, String>,
@@ -365,13 +364,12 @@ impl RocmBackend {
                 hip,
                 stream,
                 rtc: libs.hiprtc.as_ref().ok().cloned(),
-                arch: arch.clone(),
+                arch,
                 blocker: Default::default(),
                 flush: Default::default(),
             }),
             libs,
             info,
-            arch,
             kernels: None,
             smi,
         })
@@ -380,7 +378,7 @@ impl RocmBackend {
     fn kernels(&mut self) -> Result<kernels::Kernels, UnitError> {
         if self.kernels.is_none() {
             let rtc = need(&self.libs.hiprtc, "hiprtc")?;
-            self.kernels = Some(kernels::Kernels::compile(&self.dev, &rtc, &self.arch)?);
+            self.kernels = Some(kernels::Kernels::compile(&self.dev, &rtc, &self.dev.arch)?);
         }
         self.kernels
             .clone()
