@@ -46,6 +46,12 @@ pub enum Command {
         /// No progress bar or per-unit lines, no summary.
         #[arg(long, short)]
         quiet: bool,
+        /// Independent trials of each unit, each in a worker process of its own, as passes over
+        /// the plan (default: the sweep's `[timing] trials`, else 3; a boundary search runs 1).
+        /// `compare` and `recommend` call a difference only beyond the spread across trials.
+        #[arg(long, value_name = "N", conflicts_with = "resume",
+              value_parser = clap::value_parser!(u32).range(1..=crate::spec::policy::MAX_TRIALS as i64))]
+        trials: Option<u32>,
         /// Exit with code 3 when any unit failed (mismatch, zeros, nonfinite, hang, crash, error).
         #[arg(long)]
         fail_on_failure: bool,

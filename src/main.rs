@@ -38,6 +38,7 @@ fn main() {
             force,
             max_units,
             quiet,
+            trials,
             fail_on_failure,
             resume,
             retry_interrupted,
@@ -74,6 +75,7 @@ fn main() {
                 confirm,
                 confirm_seed,
                 shared_caches,
+                trials,
             };
             let result = run::run(&opts);
             if let Ok(run::RunReport { dir: Some(dir), .. }) = &result

@@ -2,6 +2,7 @@
 //! machines), matched unit by unit. Pure functions build a [`Comparison`] from two loaded runs
 //! and render it; [`command`] only loads, writes files and picks the exit code.
 
+use super::noise;
 use super::rundata::{Row, RunData};
 use crate::error::CmdError;
 use crate::exit;
@@ -12,100 +13,7 @@ use std::path::{Path, PathBuf};
 
 pub use super::compare_render::{csv_text, markdown};
 
-/// Changes smaller than this (5 %) are never called faster or slower: on real GPUs, clocks and
-/// thermals move medians by a few percent between runs of the same binary.
-pub const SAME_THRESHOLD: f64 = 0.05;
-
-/// How B's throughput compares with A's for one unit timed in both runs.
-///
-/// With `r = median_ms(A) / median_ms(B)` (B's throughput over A's), the size of the change
-/// `c = max(r, 1/r) - 1`, and each run's relative spread `s = (p90_ms - p10_ms) / median_ms`
-/// (the width of the middle 80 % of its samples):
-/// - `faster` / `slower`: `c` is larger than both runs' spreads and larger than
-///   [`SAME_THRESHOLD`]; `r > 1` is faster.
-/// - `same`: `c` is at most [`SAME_THRESHOLD`] and at most the larger spread, so the difference
-///   is small and could be noise.
-/// - `ambiguous`: anything else: a large change hidden in the noise of one run, or a change that
-///   is real (beyond both spreads) but below the threshold.
-///
-/// A run without p10/p90 counts as infinitely noisy. Like nvbench's compare (FAST / SLOW / SAME /
-/// ????), the verdict comes from the measured spreads, not from the ratio alone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Verdict {
-    Faster,
-    Slower,
-    Same,
-    Ambiguous,
-}
-
-impl Verdict {
-    pub const ALL: [Verdict; 4] = [
-        Verdict::Faster,
-        Verdict::Slower,
-        Verdict::Same,
-        Verdict::Ambiguous,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::Same => "same",
-            Verdict::Ambiguous => "ambiguous",
-        }
-    }
-}
-
-/// The rule of [`Verdict`], as compare.md states it.
-pub const VERDICT_RULE: &str = "ratio = median_ms(A) / median_ms(B) (B's throughput over A's; \
-above 1 is faster). Each run's spread is (p90_ms - p10_ms) / median_ms. A unit is **faster** or \
-**slower** when the change (ratio or 1/ratio, minus 1) is larger than both runs' spreads and \
-larger than 5 %; **same** when the change is at most 5 % and at most the larger spread; \
-**ambiguous** otherwise (a large change inside the noise, or a real change below 5 %).";
-
-/// Median and spread of one unit's timed samples.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Timing {
-    pub median_ms: f64,
-    /// (p90 - p10) / median, when both percentiles were recorded.
-    pub spread: Option<f64>,
-}
-
-impl Timing {
-    pub fn of(row: &Row) -> Option<Timing> {
-        let m = row.median_ms.filter(|m| *m > 0.0 && m.is_finite())?;
-        let spread = match (row.p10_ms, row.p90_ms) {
-            (Some(lo), Some(hi)) if hi >= lo => Some((hi - lo) / m),
-            _ => None,
-        };
-        Some(Timing {
-            median_ms: m,
-            spread,
-        })
-    }
-}
-
-/// The ratio (B's throughput over A's) and its verdict; see [`Verdict`] for the rule.
-pub fn verdict(a: Timing, b: Timing) -> (f64, Verdict) {
-    let r = a.median_ms / b.median_ms;
-    let change = r.max(1.0 / r) - 1.0;
-    let noise = match (a.spread, b.spread) {
-        (Some(x), Some(y)) => x.max(y),
-        _ => f64::INFINITY,
-    };
-    let v = if change > noise && change > SAME_THRESHOLD {
-        if r > 1.0 {
-            Verdict::Faster
-        } else {
-            Verdict::Slower
-        }
-    } else if change <= SAME_THRESHOLD && change <= noise {
-        Verdict::Same
-    } else {
-        Verdict::Ambiguous
-    };
-    (r, v)
-}
+pub use super::noise::{RULE as VERDICT_RULE, Timing, Verdict};
 
 /// One side of a unit's comparison.
 #[derive(Clone, Debug)]
@@ -208,6 +116,8 @@ pub struct Comparison {
     pub sweep_mismatch: Option<String>,
     /// A's rows in order, then units only in B in B's order.
     pub units: Vec<UnitCmp>,
+    /// Each run's noise floor (noise.rs), where its units have trials.
+    pub floors: (Option<f64>, Option<f64>),
 }
 
 /// `Err` with the reason when the runs come from different sweeps (name or SHA-256 differ).
@@ -250,15 +160,13 @@ fn outcome(row: &Row) -> Outcome {
         status: row.status,
         phase: row.phase.clone(),
         error: row.error.clone(),
-        timing: if row.status == Status::Ok {
-            Timing::of(row)
-        } else {
-            None
-        },
+        timing: Timing::of(row),
     }
 }
 
 pub fn compare(a: &RunData, b: &RunData) -> Comparison {
+    let (floor_a, floor_b) = (noise::floor(&a.rows), noise::floor(&b.rows));
+    let floor = floor_a.unwrap_or(0.0).max(floor_b.unwrap_or(0.0));
     let in_b: HashMap<&str, &Row> = b.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let in_a: HashMap<&str, &Row> = a.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let mut units = Vec::with_capacity(a.rows.len());
@@ -268,7 +176,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
             oa.as_ref().and_then(|o| o.timing),
             ob.as_ref().and_then(|o| o.timing),
         ) {
-            (Some(ta), Some(tb)) => Some(verdict(ta, tb)),
+            (Some(ta), Some(tb)) => Some(noise::verdict(ta, tb, floor)),
             _ => None,
         };
         UnitCmp {
@@ -295,6 +203,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
         b: RunInfo::of(b),
         sweep_mismatch: check_same_sweep(a, b).err(),
         units,
+        floors: (floor_a, floor_b),
     }
 }
 
@@ -368,6 +277,31 @@ impl Comparison {
 
     pub fn regressions(&self) -> usize {
         self.units.iter().filter(|u| u.regressed()).count()
+    }
+
+    /// One line per regressed unit: its id, what it is, and the status change or slowdown.
+    pub fn regression_lines(&self) -> Vec<String> {
+        self.units
+            .iter()
+            .filter(|u| u.regressed())
+            .map(|u| {
+                let what = match u.ratio {
+                    Some((r, Verdict::Slower)) if u.transition().is_empty() => {
+                        format!("slower: B/A throughput {r:.3}, beyond the noise")
+                    }
+                    _ => u.transition(),
+                };
+                let env = if u.env.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", u.env)
+                };
+                format!(
+                    "{} {} {} solver={}{env}: {what}",
+                    u.unit_id, u.op, u.params, u.solver
+                )
+            })
+            .collect()
     }
 
     /// One line: what changed from A to B.
@@ -456,49 +390,11 @@ pub fn command(
     write("compare.md", &markdown(&c, plot))?;
     println!("{}", c.headline());
     println!("written: {}", dir.join("compare.md").display());
-    Ok(exit_code(&c, fail_on_regression))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(median: f64, p10: f64, p90: f64) -> Timing {
-        Timing {
-            median_ms: median,
-            spread: Some((p90 - p10) / median),
+    let code = exit_code(&c, fail_on_regression);
+    if code != exit::OK {
+        for line in c.regression_lines() {
+            eprintln!("regression: {line}");
         }
     }
-
-    #[test]
-    fn verdict_rule() {
-        // 2x faster with 10 % spreads: faster.
-        assert_eq!(
-            verdict(t(2.0, 1.9, 2.1), t(1.0, 0.95, 1.05)).1,
-            Verdict::Faster
-        );
-        assert_eq!(
-            verdict(t(1.0, 0.95, 1.05), t(2.0, 1.9, 2.1)).1,
-            Verdict::Slower
-        );
-        // Identical: same.
-        assert_eq!(verdict(t(1.0, 0.9, 1.1), t(1.0, 0.9, 1.1)).1, Verdict::Same);
-        // 30 % change inside a 50 % spread: ambiguous.
-        assert_eq!(
-            verdict(t(1.3, 1.0, 1.65), t(1.0, 0.99, 1.01)).1,
-            Verdict::Ambiguous
-        );
-        // 3 % change with 0.2 % spreads: real but below the threshold.
-        assert_eq!(
-            verdict(t(1.03, 1.029, 1.031), t(1.0, 0.999, 1.001)).1,
-            Verdict::Ambiguous
-        );
-        // No spread known: only a small change counts, as same.
-        let bare = Timing {
-            median_ms: 1.0,
-            spread: None,
-        };
-        assert_eq!(verdict(bare, bare).1, Verdict::Same);
-        assert_eq!(verdict(t(2.0, 1.9, 2.1), bare).1, Verdict::Ambiguous);
-    }
+    Ok(code)
 }

@@ -10,11 +10,23 @@ fn ms(t: Option<Timing>) -> String {
     t.map(|t| format!("{:.6}", t.median_ms)).unwrap_or_default()
 }
 
+/// The trials' max/min - 1, as a percentage, with the number of trials.
 fn spread(t: Option<Timing>) -> String {
-    match t.and_then(|t| t.spread) {
-        Some(s) => format!("{:.1} %", s * 100.0),
+    match t {
+        Some(Timing {
+            spread: Some(s),
+            trials,
+            ..
+        }) => format!("{:.1} % ({trials})", (s.exp() - 1.0) * 100.0),
+        Some(t) => format!("- ({})", t.trials),
         None => "-".into(),
     }
+}
+
+fn spread_csv(t: Option<Timing>) -> String {
+    t.and_then(|t| t.spread)
+        .map(|s| format!("{:.4}", s.exp() - 1.0))
+        .unwrap_or_default()
 }
 
 /// compare.csv: one row per unit matched or present in only one run.
@@ -34,6 +46,10 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
         "median_ms_b",
         "ratio",
         "verdict",
+        "trials_a",
+        "trials_b",
+        "trial_spread_a",
+        "trial_spread_b",
     ])
     .map_err(err)?;
     for u in &c.units {
@@ -52,6 +68,10 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
             &ms(t(&u.b)),
             &u.ratio.map(|(r, _)| format!("{r:.4}")).unwrap_or_default(),
             u.ratio.map(|(_, v)| v.name()).unwrap_or(""),
+            &t(&u.a).map(|t| t.trials.to_string()).unwrap_or_default(),
+            &t(&u.b).map(|t| t.trials.to_string()).unwrap_or_default(),
+            &spread_csv(t(&u.a)),
+            &spread_csv(t(&u.b)),
         ])
         .map_err(err)?;
     }
@@ -168,6 +188,17 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
 
     s.push_str("\n## Throughput, B over A\n\n");
     let _ = writeln!(s, "{VERDICT_RULE}\n");
+    let floor = |f: Option<f64>| {
+        f.map_or("unknown (no unit has two trials)".to_string(), |f| {
+            format!("{:.1} %", (f.exp() - 1.0) * 100.0)
+        })
+    };
+    let _ = writeln!(
+        s,
+        "Noise floors (median trial spread, max/min - 1): A {}, B {}.\n",
+        floor(c.floors.0),
+        floor(c.floors.1)
+    );
     s.push_str("| verdict | units |\n|---|---|\n");
     for v in Verdict::ALL {
         let _ = writeln!(s, "| {} | {} |", v.name(), t.count(v));
@@ -184,7 +215,7 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
     });
     if !timed.is_empty() {
         s.push_str(
-            "\n| unit | median ms A | median ms B | spread A | spread B | ratio | verdict |\n|---|---|---|---|---|---|---|\n",
+            "\n| unit | median ms A | median ms B | trial spread A (trials) | trial spread B (trials) | ratio | verdict |\n|---|---|---|---|---|---|---|\n",
         );
         for u in timed.iter().take(MD_ROWS) {
             let ta = u.a.as_ref().and_then(|o| o.timing);

@@ -30,9 +30,15 @@ pub struct Row {
     pub p10_ms: Option<f64>,
     pub p90_ms: Option<f64>,
     pub samples: Option<u64>,
+    /// Trials the row stands for (empty in runs made before trials existed).
+    pub trials: Option<u64>,
+    /// Each timed trial's median time, in trial order (`trial_ms`).
+    pub trial_ms: Vec<f64>,
     pub gflops: Option<f64>,
     pub gbps: Option<f64>,
     pub workspace_bytes: Option<u64>,
+    /// What the library chose (`chosen`), where it says.
+    pub chosen: String,
     pub flops: Option<f64>,
     pub bytes: Option<f64>,
     /// The op's parameters, in CSV column order: (name, value as written).
@@ -157,9 +163,27 @@ impl RunData {
                 p10_ms: num("p10_ms")?,
                 p90_ms: num("p90_ms")?,
                 samples: num("samples")?.map(|v| v as u64),
+                trials: num("trials")?.map(|v| v as u64),
+                trial_ms: {
+                    let t = text("trial_ms");
+                    let mut v = Vec::new();
+                    for part in t.split(';').filter(|p| !p.is_empty()) {
+                        match part.parse::<f64>() {
+                            Ok(x) if x.is_finite() && x > 0.0 => v.push(x),
+                            _ => {
+                                return Err(CmdError::BadInput(format!(
+                                    "{}: line {line}, column `trial_ms`: expected positive numbers separated by `;`, found `{t}`",
+                                    path.display()
+                                )));
+                            }
+                        }
+                    }
+                    v
+                },
                 gflops: num("gflops")?,
                 gbps: num("gbps")?,
                 workspace_bytes: num("workspace_bytes")?.map(|v| v as u64),
+                chosen: text("chosen"),
                 flops: num("flops")?,
                 bytes: num("bytes")?,
                 params: param_names

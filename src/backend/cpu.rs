@@ -188,6 +188,9 @@ impl Prepared for ConvRun {
     fn output(&mut self) -> Result<HostData, UnitError> {
         Ok(HostData::from_f32(self.p.dtype, &self.out))
     }
+    fn chosen(&self) -> String {
+        format!("im2col threads={}", rayon::current_num_threads())
+    }
     fn workspace_bytes(&self) -> u64 {
         // The im2col buffer of one image per thread.
         let g = &self.p.geom;
@@ -226,6 +229,9 @@ impl Prepared for GemmRun {
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         Ok(HostData::from_f32(self.p.out_dtype, &self.out))
+    }
+    fn chosen(&self) -> String {
+        format!("blocked threads={}", rayon::current_num_threads())
     }
 }
 

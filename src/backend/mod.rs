@@ -104,6 +104,12 @@ pub trait Prepared {
     fn workspace_bytes(&self) -> u64 {
         0
     }
+    /// What the library chose for this problem, where it chooses (the `chosen` column): e.g.
+    /// cuDNN's engine and knobs, cuBLASLt's algorithm, MIOpen's solution, the CPU's kernel for
+    /// `default`. Empty where nothing was chosen or the library does not say.
+    fn chosen(&self) -> String {
+        String::new()
+    }
     /// Evicts caches before a cold sample by writing `bytes` of device memory (0: the backend's
     /// default for the device); a no-op where the backend has nothing to flush.
     fn flush_cache(&mut self, _bytes: u64) {}

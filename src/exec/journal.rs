@@ -1,8 +1,10 @@
 //! The journal: an append-only record of units started and finished, each line flushed and
 //! fsynced, so a run survives its supervisor, its worker, or the whole machine going down.
-//! `started` is written before a unit is sent; `finished` carries the unit's CSV row and is
-//! written before that row goes to results.csv. `--resume` reads it back.
+//! `started` is written before a unit (or one trial of it) is sent; `trial` carries an ok trial
+//! that is not the unit's last; `finished` carries the unit's CSV row and is written before that
+//! row goes to results.csv. `--resume` reads it back.
 
+use super::unit::Outcome;
 use crate::results::status::Status;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -22,6 +24,13 @@ pub enum Record {
     Phase {
         unit: String,
         phase: String,
+    },
+    /// An ok trial of a unit that runs more trials: kept until the unit's last trial makes
+    /// its row (see exec/pool.rs).
+    Trial {
+        unit: String,
+        trial: u32,
+        outcome: Box<Outcome>,
     },
     /// The unit's result: its results.csv row, so a row lost with the page cache can be restored.
     Finished {
@@ -69,6 +78,18 @@ impl Journal {
         )
     }
 
+    /// Fsynced: a trial that a resume need not run again.
+    pub fn trial(&mut self, unit: &str, trial: u32, outcome: &Outcome) -> std::io::Result<()> {
+        self.write(
+            &Record::Trial {
+                unit: unit.into(),
+                trial,
+                outcome: Box::new(outcome.clone()),
+            },
+            true,
+        )
+    }
+
     /// Fsynced, with the unit's CSV row: this line is the durable record of the result, written
     /// before the row goes to results.csv.
     pub fn finished(&mut self, unit: &str, status: Status, row: &[String]) -> std::io::Result<()> {
@@ -90,6 +111,8 @@ pub struct State {
     pub finished: HashMap<String, Vec<String>>,
     /// Units started and never finished, with the last phase seen.
     pub unfinished: HashMap<String, String>,
+    /// Ok trials of units not yet finished: (trial, outcome).
+    pub trials: HashMap<String, Vec<(u32, Outcome)>>,
 }
 
 /// Reads a journal; a torn last line (power cut mid-write) is ignored, as is a missing file.
@@ -105,7 +128,9 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
         match serde_json::from_str::<Record>(&line) {
             Ok(Record::Started { unit }) => {
                 // A unit started again after finishing (a retry) is unfinished until it finishes.
-                st.finished.remove(&unit);
+                if st.finished.remove(&unit).is_some() {
+                    st.trials.remove(&unit);
+                }
                 st.unfinished.insert(unit, String::new());
             }
             Ok(Record::Phase { unit, phase }) => {
@@ -113,8 +138,19 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
                     *p = phase;
                 }
             }
+            Ok(Record::Trial {
+                unit,
+                trial,
+                outcome,
+            }) => {
+                st.unfinished.remove(&unit);
+                let v = st.trials.entry(unit).or_default();
+                v.retain(|(t, _)| *t != trial);
+                v.push((trial, *outcome));
+            }
             Ok(Record::Finished { unit, row, .. }) => {
                 st.unfinished.remove(&unit);
+                st.trials.remove(&unit);
                 st.finished.insert(unit.clone(), row);
             }
             Err(_) => {}

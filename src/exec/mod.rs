@@ -14,5 +14,6 @@ pub mod shard;
 pub mod strategy;
 pub mod strategy_run;
 pub mod supervisor;
+pub mod trials;
 pub mod unit;
 pub mod worker;

@@ -33,6 +33,36 @@ pub fn cases<'a>(
         })
 }
 
+/// The plan `trials` times over: pass t is trial t of every unit, with env combinations in
+/// order on odd passes and in reverse on even ones, so that drift over the run does not always
+/// favour the same combination. Each entry comes with its index in one pass (what a shard
+/// selects by, the same as in [`cases`]); `n_cases` is the number of valid cases.
+pub fn passes<'a>(
+    sweep: &'a Sweep,
+    combos: &'a [EnvCombo],
+    n_cases: u64,
+    trials: u32,
+) -> impl Iterator<Item = (u32, u64, (usize, String, Case))> + 'a {
+    (1..=trials).flat_map(move |trial| {
+        let order: Vec<usize> = if trial % 2 == 1 {
+            (0..combos.len()).collect()
+        } else {
+            (0..combos.len()).rev().collect()
+        };
+        order.into_iter().flat_map(move |env_index| {
+            let env_key = combos[env_index].key();
+            sweep
+                .cases()
+                .filter_map(Result::ok)
+                .enumerate()
+                .map(move |(k, case)| {
+                    let index = env_index as u64 * n_cases + k as u64;
+                    (trial, index, (env_index, env_key.clone(), case))
+                })
+        })
+    })
+}
+
 pub fn count(sweep: &Sweep, combos: &[EnvCombo]) -> PlanCount {
     let mut c = PlanCount::default();
     for case in sweep.cases() {

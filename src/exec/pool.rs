@@ -8,6 +8,11 @@
 //! A slot whose device fails its health probe leaves, handing the rest of its case back to the
 //! queue, while another slot is still working; the last one left records everything that
 //! remains as `skipped` (device-unhealthy), as a single-device run does.
+//!
+//! With trials (`[timing] trials`, `--trials`), the plan comes once per trial (plan::passes)
+//! and every trial runs in a worker of its own; an ok trial that is not the unit's last is
+//! journaled and kept, and the last trial (or the first that is not ok) writes the row
+//! (trials::combine).
 
 use super::journal::Journal;
 use super::progress::Progress;
@@ -42,6 +47,8 @@ pub struct Shared {
     pub done: HashSet<String>,
     /// Units started in an earlier session and never finished, with the last phase seen.
     pub unfinished: HashMap<String, String>,
+    /// Ok trials of units that have no row yet: (trial, outcome).
+    pub trials: HashMap<String, Vec<(u32, Outcome)>>,
 }
 
 /// The run's fixed facts, read by every slot.
@@ -51,6 +58,8 @@ pub struct Params<'a> {
     pub policies: &'a Policies,
     pub retry_interrupted: bool,
     pub interrupts: &'a AtomicUsize,
+    /// Trials per unit (1: every unit's first run is its row).
+    pub trials: u32,
 }
 
 /// A plan entry: (env combination index, env key, case).
@@ -58,6 +67,7 @@ pub type Entry = (usize, String, Case);
 
 /// An entry to run; `solvers` is set when it is what a failed slot left of a case.
 struct Work {
+    trial: u32,
     env_index: usize,
     env_key: String,
     case: Case,
@@ -71,15 +81,18 @@ struct Queue<I> {
     working: usize,
 }
 
-impl<I: Iterator<Item = Entry>> Queue<I> {
+impl<I: Iterator<Item = (u32, Entry)>> Queue<I> {
     fn next(&mut self) -> Option<Work> {
         self.returned.pop_front().or_else(|| {
-            self.plan.next().map(|(env_index, env_key, case)| Work {
-                env_index,
-                env_key,
-                case,
-                solvers: None,
-            })
+            self.plan
+                .next()
+                .map(|(trial, (env_index, env_key, case))| Work {
+                    trial,
+                    env_index,
+                    env_key,
+                    case,
+                    solvers: None,
+                })
         })
     }
 }
@@ -90,8 +103,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs every entry of `plan` on `slots` (concurrently when there are several) and says why
-/// the run stopped early, if it did. The first I/O error stops every slot and is returned.
+/// Runs every (trial, entry) of `plan` on `slots` (concurrently when there are several) and
+/// says why the run stopped early, if it did. The first I/O error stops every slot and is
+/// returned.
 pub fn execute<I>(
     slots: &mut [Slot],
     plan: I,
@@ -99,7 +113,7 @@ pub fn execute<I>(
     p: &Params,
 ) -> std::io::Result<Option<Stop>>
 where
-    I: Iterator<Item = Entry> + Send,
+    I: Iterator<Item = (u32, Entry)> + Send,
 {
     let queue = Mutex::new(Queue {
         returned: VecDeque::new(),
@@ -173,6 +187,7 @@ enum Flow {
 
 /// One unit as a slot sees it.
 struct UnitRef<'a> {
+    trial: u32,
     id: &'a str,
     case: &'a Case,
     solver: &'a str,
@@ -193,7 +208,7 @@ struct Runner<'a, I> {
     probe_failed: bool,
 }
 
-impl<I: Iterator<Item = Entry>> Runner<'_, I> {
+impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     fn interrupted(&self) -> bool {
         self.p.interrupts.load(Ordering::SeqCst) > 0
     }
@@ -262,6 +277,7 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
 
     fn work(&mut self, w: Work) -> std::io::Result<Flow> {
         let Work {
+            trial,
             env_index,
             env_key,
             case,
@@ -269,6 +285,7 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
         } = w;
         let env = Env {
             index: env_index,
+            trial,
             vars: &self.p.combos[env_index].vars,
         };
         let solvers = match solvers {
@@ -289,6 +306,7 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
                     Err(out) => {
                         // The enumeration itself failed: one row for the case with solver `all`.
                         let u = UnitRef {
+                            trial,
                             id: &all_id,
                             case: &case,
                             solver: "all",
@@ -307,6 +325,7 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
             }
             if self.probe_failed && self.state == State::Healthy {
                 let rest = Work {
+                    trial,
                     env_index,
                     env_key: env_key.clone(),
                     case: case.clone(),
@@ -318,6 +337,7 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
             }
             let id = unit_id(&case.id, solver, &env_key);
             let u = UnitRef {
+                trial,
                 id: &id,
                 case: &case,
                 solver,
@@ -332,7 +352,12 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
     fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
         {
             let mut sh = lock(self.shared);
-            if sh.done.contains(u.id) {
+            if sh.done.contains(u.id)
+                || sh
+                    .trials
+                    .get(u.id)
+                    .is_some_and(|v| v.iter().any(|(t, _)| *t == u.trial))
+            {
                 return Ok(());
             }
             if let Some(phase) = sh.unfinished.get(u.id).cloned()
@@ -378,7 +403,20 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
             // Left started-and-unfinished in the journal: a resume decides what to do with it.
             return Ok(());
         }
-        self.write(&mut lock(self.shared), u, out)?;
+        {
+            let mut sh = lock(self.shared);
+            let kept = sh.trials.get(u.id).map_or(0, Vec::len) as u32;
+            if out.status == Status::Ok && u.trial < self.p.trials && kept + 1 < self.p.trials {
+                sh.journal.trial(u.id, u.trial, &out)?;
+                sh.trials
+                    .entry(u.id.to_string())
+                    .or_default()
+                    .push((u.trial, out));
+                sh.progress.trial_done();
+            } else {
+                self.write(&mut sh, u, out)?;
+            }
+        }
         if fault
             && self.state == State::Healthy
             && !self.probe_failed
@@ -389,7 +427,10 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
         Ok(())
     }
 
+    /// Writes the unit's row: `out` combined with the unit's earlier ok trials.
     fn write(&self, sh: &mut Shared, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
+        let earlier = sh.trials.remove(u.id).unwrap_or_default();
+        let out = super::trials::combine(earlier, u.trial, out, self.p.trials);
         let key = UnitKey {
             unit_id: u.id,
             case: u.case,
@@ -406,6 +447,9 @@ impl<I: Iterator<Item = Entry>> Runner<'_, I> {
         let describe = || describe_unit(u.case, u.solver, u.env_key);
         sh.summary.add(out.status, u.id, describe, &out.error);
         let label = &self.slot.label;
+        // Trials this unit will not run (it failed early) are not waited for.
+        sh.progress
+            .skip_trials(u64::from(self.p.trials.saturating_sub(u.trial)));
         sh.progress.unit_done(out.status, || {
             let time = out
                 .stats

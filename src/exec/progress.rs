@@ -63,6 +63,23 @@ impl Progress {
         }
     }
 
+    /// One trial of a unit that runs more (`[timing] trials`): the bar moves, nothing is
+    /// counted or printed.
+    pub fn trial_done(&mut self) {
+        self.done += 1;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done);
+        }
+    }
+
+    /// `n` trials that will not run (their unit already has its row).
+    pub fn skip_trials(&mut self, n: u64) {
+        self.total = self.total.saturating_sub(n);
+        if let Some(bar) = &self.bar {
+            bar.set_length(self.total);
+        }
+    }
+
     /// A `solver = "all"` unit turned out to be `n` units.
     pub fn expand_one(&mut self, n: u64) {
         self.total = (self.total + n).saturating_sub(1);

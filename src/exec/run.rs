@@ -59,6 +59,8 @@ pub struct RunOptions {
     /// `--shared-caches`: workers use the user's own library caches (MIOpen's user DB and kernel
     /// cache) instead of one per env combination inside the run directory.
     pub shared_caches: bool,
+    /// `--trials N`: overrides the sweep's `[timing] trials` (a resume keeps the run's).
+    pub trials: Option<u32>,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
@@ -202,6 +204,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         )));
     }
     let strategy = super::strategy_run::resolve(opts, &sweep)?;
+    let trials = trials_for(opts, &sweep, old_manifest.as_ref(), strategy.is_some())?;
     if opts.dry_run {
         return dry_run(&sweep, &combos, shard);
     }
@@ -250,7 +253,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     };
     let policies = Policies {
         limits: sweep.limits.clone(),
-        timing: sweep.timing.clone(),
+        timing: crate::spec::policy::TimingPolicy {
+            trials,
+            ..sweep.timing.clone()
+        },
         verify: sweep.verify.clone(),
     };
     let first_env = combos.first().map(|c| c.vars.clone()).unwrap_or_default();
@@ -266,6 +272,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     };
     let first = Env {
         index: 0,
+        trial: 1,
         vars: &first_env,
     };
     let started = start_slots(
@@ -393,7 +400,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         count_existing(&csv_path, &mut summary);
     }
     let done_before = in_csv.len() as u64;
-    let progress = Progress::new(planned.saturating_sub(done_before), opts.quiet);
+    // Progress counts runs of units: each unit `trials` times, less the trials already kept.
+    let kept: u64 = state.trials.values().map(|v| v.len() as u64).sum();
+    let progress = Progress::new(
+        planned
+            .saturating_sub(done_before)
+            .saturating_mul(u64::from(trials))
+            .saturating_sub(kept),
+        opts.quiet,
+    );
     if counted.invalid > 0 && !resuming {
         progress.println(&format!(
             "note: {} combinations form no valid problem and were dropped (e.g. {})",
@@ -409,6 +424,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         progress,
         done: in_csv,
         unfinished: state.unfinished,
+        trials: state.trials,
     });
     let params = pool::Params {
         combos: &combos,
@@ -416,15 +432,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         policies: &policies,
         retry_interrupted: opts.retry_interrupted,
         interrupts: &interrupts,
+        trials,
     };
-    let entries = plan::cases(&sweep, &combos)
-        .enumerate()
-        .filter(move |(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
-        .map(|(_, e)| e);
+    let entries = plan::passes(&sweep, &combos, counted.cases, trials)
+        .filter(move |(_, i, _)| shard.is_none_or(|s| s.contains(*i)))
+        .map(|(t, _, e)| (t, e));
     let ended = match &strategy {
         None => pool::execute(&mut slots, entries, &shared, &params),
         Some(s) => {
-            let entries = entries.collect();
+            let entries = entries.map(|(_, e)| e).collect();
             let quiet = opts.quiet;
             super::strategy_run::run(&mut slots, entries, &shared, &params, s, &dir, quiet)
         }
@@ -469,6 +485,41 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         dir: Some(dir),
         failures: summary.failures_total,
         stopped,
+    })
+}
+
+/// Trials per unit: a resume keeps the run's; else `--trials`, else the sweep's `[timing]
+/// trials`. A boundary search (prune, bisect) decides from statuses and runs each unit once;
+/// so does a sweep with timing off (trials exist to measure run-to-run noise).
+fn trials_for(
+    opts: &RunOptions,
+    sweep: &Sweep,
+    old: Option<&Manifest>,
+    strategy: bool,
+) -> Result<u32, CmdError> {
+    if let Some(m) = old {
+        return Ok(m.policies.timing.trials.max(1));
+    }
+    if let Some(n) = opts.trials {
+        if !(1..=crate::spec::policy::MAX_TRIALS).contains(&n) {
+            return Err(CmdError::BadInput(format!(
+                "--trials {n}: must be 1 to {}",
+                crate::spec::policy::MAX_TRIALS
+            )));
+        }
+        if strategy && n > 1 {
+            return Err(CmdError::BadInput(format!(
+                "--trials {n} with --strategy {}: a boundary search runs each unit once (it decides from statuses); \
+                 drop --trials or run the grid",
+                opts.strategy.name()
+            )));
+        }
+        return Ok(n);
+    }
+    Ok(if strategy || !sweep.timing.enabled {
+        1
+    } else {
+        sweep.timing.trials
     })
 }
 

@@ -448,6 +448,7 @@ impl Runner<'_, '_> {
                 }
                 let e = Env {
                     index: env,
+                    trial: 1,
                     vars: &self.p.combos[env].vars,
                 };
                 let listed = match self.slots.first_mut() {
@@ -516,7 +517,12 @@ impl Runner<'_, '_> {
                 (env, key, case)
             })
             .collect();
-        let ended = pool::execute(self.slots, entries.into_iter(), self.shared, self.p)?;
+        let ended = pool::execute(
+            self.slots,
+            entries.into_iter().map(|e| (1, e)),
+            self.shared,
+            self.p,
+        )?;
         self.tail.read_new(&mut self.known)?;
         if ended.is_some() {
             self.stopped = ended;

@@ -17,10 +17,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// An env combination as the supervisor sees it: which warm worker, and its variables.
+/// An env combination as the supervisor sees it: which warm worker, and its variables. Each
+/// trial of a unit runs in a worker of its own: a change of `trial`, like a change of `index`,
+/// starts a new worker.
 #[derive(Clone, Copy, Debug)]
 pub struct Env<'a> {
     pub index: usize,
+    /// 1-based trial (see `TimingPolicy::trials`).
+    pub trial: u32,
     pub vars: &'a [(String, String)],
 }
 
@@ -35,7 +39,7 @@ pub struct Supervisor {
     spec: WorkerSpec,
     logs: PathBuf,
     limits: Limits,
-    current: Option<(usize, WorkerHandle)>,
+    current: Option<((usize, u32), WorkerHandle)>,
     spawned: u64,
     /// Ctrl-C presses so far (set by the signal handler).
     interrupts: Arc<AtomicUsize>,
@@ -71,7 +75,8 @@ impl Supervisor {
     /// The warm worker for `env`, started (and handshaken) if needed.
     fn worker(&mut self, env: Env) -> Result<&mut WorkerHandle, Outcome> {
         let env_index = env.index;
-        if self.current.as_ref().is_some_and(|(i, _)| *i != env_index)
+        let key = (env.index, env.trial);
+        if self.current.as_ref().is_some_and(|(k, _)| *k != key)
             && let Some((_, w)) = self.current.take()
         {
             w.shutdown(self.grace());
@@ -89,7 +94,7 @@ impl Supervisor {
                     format!("cannot start worker {}: {e}", self.spec.exe.display()),
                 )
             })?;
-            self.current = Some((env_index, w));
+            self.current = Some((key, w));
             let ready =
                 self.await_event("init", &mut |_| {}, |e| matches!(e, Event::Ready { .. }))?;
             if let Event::Ready { protocol, info, .. } = ready {

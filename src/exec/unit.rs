@@ -47,7 +47,18 @@ pub struct Outcome {
     #[serde(default)]
     pub telemetry: Option<Span>,
     pub workspace_bytes: u64,
+    /// What the library chose where it chooses (cuDNN's engine and knobs, cuBLASLt's and
+    /// hipBLASLt's algorithm, MIOpen's solution, the CPU's kernel for `default`); empty where
+    /// nothing was chosen or the library does not say.
+    #[serde(default)]
+    pub chosen: String,
     pub wall_s: f64,
+    /// Trials this row stands for (1 without trials): set by the pool when it writes the row.
+    #[serde(default)]
+    pub trials: u32,
+    /// Each timed trial's median (seconds), in trial order: the run-to-run spread.
+    #[serde(default)]
+    pub trial_medians: Vec<f64>,
 }
 
 impl Outcome {
@@ -65,7 +76,10 @@ impl Outcome {
             call_stats: None,
             telemetry: None,
             workspace_bytes: 0,
+            chosen: String::new(),
             wall_s: 0.0,
+            trials: 0,
+            trial_medians: Vec::new(),
         }
     }
 }
@@ -165,7 +179,10 @@ fn run_inner(
         call_stats: None,
         telemetry: None,
         workspace_bytes: prepared.workspace_bytes(),
+        chosen: prepared.chosen(),
         wall_s: 0.0,
+        trials: 0,
+        trial_medians: Vec::new(),
     };
 
     let vp = &policies.verify;

@@ -35,6 +35,9 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "mean_ms",
     "stdev_ms",
     "samples",
+    "trials",
+    "trial_ms",
+    "trial_spread",
     "call_median_ms",
     "call_p10_ms",
     "call_p90_ms",
@@ -44,6 +47,7 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "gflops",
     "gbps",
     "workspace_bytes",
+    "chosen",
     "flops",
     "bytes",
     "wall_ms",
@@ -61,6 +65,10 @@ pub const OPTIONAL_COLUMNS: &[&str] = &[
     "clock_mhz",
     "temp_c",
     "clock_drop",
+    "trials",
+    "trial_ms",
+    "trial_spread",
+    "chosen",
 ];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it
@@ -143,6 +151,18 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         ms(st.map(|s| s.mean)),
         ms(st.map(|s| s.stdev)),
         st.map(|s| s.samples.to_string()).unwrap_or_default(),
+        match out.trials {
+            0 => String::new(),
+            n => n.to_string(),
+        },
+        out.trial_medians
+            .iter()
+            .map(|m| format!("{:.6}", m * 1e3))
+            .collect::<Vec<_>>()
+            .join(";"),
+        trial_spread(&out.trial_medians)
+            .map(|v| format!("{v:.4}"))
+            .unwrap_or_default(),
         ms(out.call_stats.as_ref().map(|s| s.median)),
         ms(out.call_stats.as_ref().map(|s| s.p10)),
         ms(out.call_stats.as_ref().map(|s| s.p90)),
@@ -156,12 +176,24 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         rate(flops, 1e9),
         rate(bytes, 1e9),
         out.workspace_bytes.to_string(),
+        one_line(&out.chosen),
         format!("{flops:.0}"),
         format!("{bytes:.0}"),
         format!("{:.3}", out.wall_s * 1e3),
     ];
     r.extend(key.case.values.iter().map(|v| v.to_string()));
     r
+}
+
+/// (max - min) / median of the trials' medians, with at least two of them.
+pub fn trial_spread(medians: &[f64]) -> Option<f64> {
+    if medians.len() < 2 {
+        return None;
+    }
+    let mut v = medians.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v[(v.len() - 1) / 2];
+    (mid > 0.0).then(|| (v[v.len() - 1] - v[0]) / mid)
 }
 
 /// Errors can carry newlines (library messages, stderr tails); a CSV cell stays one line.

@@ -140,6 +140,7 @@ fn device_checks(exe: &Path, backend: &str, logs: &Path) -> Result<usize, String
     );
     let env = Env {
         index: 0,
+        trial: 1,
         vars: &[],
     };
     let info = sup.start(env).map_err(|o| o.error)?;

@@ -80,9 +80,24 @@ pub struct TimingPolicy {
     /// `--rotating`); 0 = off.
     #[serde(default)]
     pub rotating_mib: u32,
+    /// Independent trials of each unit, each in a worker process of its own, run as passes over
+    /// the whole plan (see exec/pool.rs); the row is the median trial's, and `compare` and
+    /// `recommend` take run-to-run noise from the spread across trials. Runs made before
+    /// trials existed read as 1.
+    #[serde(default = "one")]
+    pub trials: u32,
     /// Skip timing altogether (verification only).
     pub enabled: bool,
 }
+
+fn one() -> u32 {
+    1
+}
+
+/// Trials per unit unless the sweep or `--trials` says otherwise.
+pub const DEFAULT_TRIALS: u32 = 3;
+/// More trials than this is a mistake, not a measurement plan.
+pub const MAX_TRIALS: u32 = 100;
 
 impl Default for TimingPolicy {
     fn default() -> Self {
@@ -95,6 +110,7 @@ impl Default for TimingPolicy {
             flush_cache: false,
             flush_mib: 0,
             rotating_mib: 0,
+            trials: DEFAULT_TRIALS,
             enabled: true,
         }
     }

@@ -305,6 +305,7 @@ impl Cx<'_> {
             "flush_cache",
             "flush_mib",
             "rotating_mib",
+            "trials",
         ];
         self.deny_unknown(table, &keys, "[timing]")?;
         for (key, v) in table.iter() {
@@ -326,6 +327,19 @@ impl Cx<'_> {
                 "max_time" => p.max_time = self.positive_seconds(v, k)?,
                 "flush_mib" => p.flush_mib = self.count(v, k, 0)?,
                 "rotating_mib" => p.rotating_mib = self.count(v, k, 0)?,
+                "trials" => {
+                    p.trials = self.count(v, k, 1)?;
+                    if p.trials > super::policy::MAX_TRIALS {
+                        return Err(self.err(
+                            v.span(),
+                            format!(
+                                "`trials` must be at most {}, found {}",
+                                super::policy::MAX_TRIALS,
+                                p.trials
+                            ),
+                        ));
+                    }
+                }
                 _ => p.flush_cache = self.boolean(v, k)?,
             }
         }

@@ -783,6 +783,8 @@ pub struct EngineRun {
     _b: DevBuf,
     out: DevBuf,
     graph: OpGraph,
+    /// The engine configuration run (what `heuristic` resolved to).
+    config: String,
 }
 
 pub fn prepare(
@@ -835,6 +837,7 @@ pub fn prepare(
         _b: b,
         out,
         graph,
+        config: config.to_string(),
     }))
 }
 
@@ -855,6 +858,9 @@ impl Prepared for EngineRun {
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.out.download(&self.gpu)
+    }
+    fn chosen(&self) -> String {
+        format!("cudnn {}", self.config)
     }
     fn workspace_bytes(&self) -> u64 {
         self.plan.ws_bytes as u64

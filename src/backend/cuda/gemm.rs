@@ -187,20 +187,39 @@ impl Plan {
     }
 }
 
-fn algo_id(h: &s::cublasLtMatmulHeuristicResult_t) -> i32 {
-    let mut id = -1i32;
+/// One 4-byte attribute of an algorithm's configuration (-1 where cuBLASLt does not say).
+fn algo_attr(h: &s::cublasLtMatmulHeuristicResult_t, attr: AlgoAttr) -> i32 {
+    let mut v = -1i32;
     let mut written = 0usize;
-    // SAFETY: reads one i32 attribute of a valid algo into a live i32.
+    // SAFETY: reads one 4-byte attribute (ID is int32, the others uint32) of a valid algo into
+    // a live i32.
     unsafe {
         let _ = s::cublasLtMatmulAlgoConfigGetAttribute(
             &h.algo,
-            s::cublasLtMatmulAlgoConfigAttributes_t::CUBLASLT_ALGO_CONFIG_ID,
-            &mut id as *mut i32 as *mut c_void,
+            attr,
+            &mut v as *mut i32 as *mut c_void,
             4,
             &mut written,
         );
     }
-    id
+    v
+}
+
+type AlgoAttr = s::cublasLtMatmulAlgoConfigAttributes_t;
+
+fn algo_id(h: &s::cublasLtMatmulHeuristicResult_t) -> i32 {
+    algo_attr(h, AlgoAttr::CUBLASLT_ALGO_CONFIG_ID)
+}
+
+/// The algorithm as the `chosen` column names it: id, tile, stages and split-K.
+fn algo_text(h: &s::cublasLtMatmulHeuristicResult_t) -> String {
+    format!(
+        "cublasLt algo={} tile={} stages={} splitk={}",
+        algo_id(h),
+        algo_attr(h, AlgoAttr::CUBLASLT_ALGO_CONFIG_TILE_ID),
+        algo_attr(h, AlgoAttr::CUBLASLT_ALGO_CONFIG_STAGES_ID),
+        algo_attr(h, AlgoAttr::CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+    )
 }
 
 /// The heuristic's algorithms for the problem, as solver names.
@@ -378,6 +397,9 @@ impl Prepared for GemmRun {
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.c.download(&self.gpu)
+    }
+    fn chosen(&self) -> String {
+        algo_text(&self.call.algo)
     }
     fn workspace_bytes(&self) -> u64 {
         self.call.algo.workspaceSize as u64

@@ -502,6 +502,13 @@ impl Prepared for ConvRun {
         self.out.download(&self.dev)
     }
 
+    fn chosen(&self) -> String {
+        let algo = self.algo.map_or("algorithm unknown", Algo::name);
+        match self.call.how {
+            How::Immediate { id } => format!("miopen {} ({algo})", solvers::name(id)),
+            How::Found { .. } => format!("miopen find: {algo}"),
+        }
+    }
     fn workspace_bytes(&self) -> u64 {
         self.call.ws_bytes as u64
     }

@@ -462,6 +462,12 @@ impl Prepared for GemmRun {
         self.dev.flush_cache(bytes);
     }
 
+    fn chosen(&self) -> String {
+        match &self.call {
+            Call::Lt { algo, .. } => format!("hipblaslt solution index={}", algo.algo.index()),
+            Call::Rocblas { .. } => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
+        }
+    }
     fn output(&mut self) -> Result<HostData, UnitError> {
         self.c.download(&self.dev)
     }

@@ -1,0 +1,108 @@
+//! Trials: each unit runs `[timing] trials` times, once per pass over the plan and each time in
+//! a worker process of its own (exec/pool.rs). An ok trial that is not the last is journaled;
+//! the last one, or the first that is not ok, makes the unit's row through [`combine`].
+
+use super::unit::Outcome;
+use crate::results::status::Status;
+
+/// The row of a unit from its earlier ok trials and the trial that ends it (`last`, trial
+/// number `last_trial` of `planned`):
+/// - all ok: the row is the median trial's (by its median time; the lower one of an even
+///   count), so every column of the row comes from one real measurement;
+/// - `last` not ok: the row is `last`, its error saying which trial failed and how many ok
+///   trials came before (a unit that fails one trial in three is flaky, not safe).
+///
+/// Either way `trials` counts the trials run and `trial_medians` holds the timed trials'
+/// medians in trial order.
+pub fn combine(
+    earlier: Vec<(u32, Outcome)>,
+    last_trial: u32,
+    last: Outcome,
+    planned: u32,
+) -> Outcome {
+    let mut all = earlier;
+    all.retain(|(t, o)| *t != last_trial && o.status == Status::Ok);
+    let ok_before = all.len();
+    let runs = ok_before as u32 + 1;
+    let failed = last.status != Status::Ok;
+    if !failed {
+        all.push((last_trial, last.clone()));
+    }
+    all.sort_by_key(|(t, _)| *t);
+    let medians: Vec<f64> = all
+        .iter()
+        .filter_map(|(_, o)| o.stats.as_ref().map(|s| s.median))
+        .collect();
+    let mut row = if failed {
+        let mut o = last;
+        if planned > 1 && ok_before > 0 {
+            o.error = format!(
+                "{} (in trial {last_trial} of {planned}; {ok_before} earlier trial{} ok)",
+                o.error,
+                if ok_before == 1 { " was" } else { "s were" }
+            );
+        }
+        o
+    } else {
+        let mut by_time: Vec<usize> = (0..all.len())
+            .filter(|&i| all[i].1.stats.is_some())
+            .collect();
+        by_time.sort_by(|&a, &b| {
+            let m = |i: usize| all[i].1.stats.as_ref().map_or(0.0, |s| s.median);
+            m(a).total_cmp(&m(b))
+        });
+        match by_time.len() {
+            0 => last,
+            n => all.swap_remove(by_time[(n - 1) / 2]).1,
+        }
+    };
+    row.trials = runs;
+    row.trial_medians = medians;
+    row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::Stats;
+
+    fn ok(median: f64) -> Outcome {
+        let mut o = Outcome::failed(Status::Ok, "", "");
+        o.stats = Some(Stats {
+            median,
+            ..Stats::default()
+        });
+        o.wall_s = median; // marks which trial the row came from
+        o
+    }
+
+    #[test]
+    fn the_row_is_the_median_trial_and_keeps_every_median_in_trial_order() {
+        let row = combine(vec![(1, ok(3.0)), (2, ok(1.0))], 3, ok(2.0), 3);
+        assert_eq!(row.status, Status::Ok);
+        assert_eq!(row.trials, 3);
+        assert_eq!(row.trial_medians, vec![3.0, 1.0, 2.0]);
+        assert_eq!(row.stats.map(|s| s.median), Some(2.0));
+        assert_eq!(row.wall_s, 2.0);
+        // An even count takes the lower median.
+        let row = combine(vec![(1, ok(4.0))], 2, ok(1.0), 2);
+        assert_eq!(row.stats.map(|s| s.median), Some(1.0));
+    }
+
+    #[test]
+    fn a_failing_trial_makes_the_row_and_says_which_trial_failed() {
+        let hang = Outcome::failed(Status::Hang, "run", "no progress for 5 s");
+        let row = combine(vec![(1, ok(1.0))], 2, hang, 3);
+        assert_eq!(row.status, Status::Hang);
+        assert_eq!(row.trials, 2);
+        assert_eq!(row.trial_medians, vec![1.0]);
+        assert_eq!(
+            row.error,
+            "no progress for 5 s (in trial 2 of 3; 1 earlier trial was ok)"
+        );
+        // The first trial failing needs no note.
+        let crash = Outcome::failed(Status::Crash, "run", "SIGSEGV");
+        let row = combine(Vec::new(), 1, crash, 3);
+        assert_eq!((row.error.as_str(), row.trials), ("SIGSEGV", 1));
+    }
+}
