@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod compare_render;
+pub mod effect;
 pub mod noise;
 pub mod ratio_plot;
 pub mod recommend;

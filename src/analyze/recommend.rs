@@ -6,11 +6,12 @@
 //! combination (so no combination is rewarded for skipping the slow cases). Ties keep the
 //! manifest's order.
 
+use super::effect::{self, Speed, VarEffect};
 use super::rundata::{Row, RunData};
 use super::tree::{self, Column, Data};
 use crate::error::CmdError;
 use crate::results::status::Status;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 pub use super::recommend_render::{markdown, profile};
@@ -135,6 +136,21 @@ pub struct Recommendation {
     pub common_units: usize,
     /// Parameters the rules may split on (those that vary in the run).
     pub features: Vec<String>,
+    /// What each varied variable changed (effect.rs).
+    pub effects: Vec<VarEffect>,
+    /// What the profile exports, with why, in the best combination's variable order.
+    pub decisions: Vec<Decision>,
+}
+
+/// What the profile does with one variable of the best combination.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub name: String,
+    pub value: String,
+    /// Exported (`export NAME=value`) or only commented.
+    pub export: bool,
+    /// The evidence: units, ratio, interval; or why nothing is exported.
+    pub why: String,
 }
 
 /// The features of the failure tree: parameters (and the solver) that take more than one value
@@ -368,7 +384,9 @@ pub fn recommend(run: &RunData) -> Recommendation {
                 t(b).total_cmp(&t(a))
             })
     });
-    Recommendation {
+    let vars_of: HashMap<String, Vec<(String, String)>> = combos.iter().cloned().collect();
+    let effects = effect::effects(&run.rows, &varied_vars, &vars_of);
+    let mut rec = Recommendation {
         run_label: super::compare::dir_label(&run.dir),
         sweep: m.sweep.name.clone(),
         sha256: m.sweep.sha256.clone(),
@@ -384,10 +402,61 @@ pub fn recommend(run: &RunData) -> Recommendation {
         metric: metric.map(|m| m.0),
         common_units: common.len(),
         features: feats.into_iter().map(|f| f.0).collect(),
-    }
+        effects,
+        decisions: Vec::new(),
+    };
+    rec.decisions = rec.decide();
+    rec
 }
 
 impl Recommendation {
+    /// For each variable of the best combination: export it or not, and why. Correctness
+    /// first: a variable that changes statuses keeps the best combination's value. Then speed:
+    /// a variable that changes only the time exports its fastest value when that is beyond
+    /// noise. A variable with no measurable effect, or with mixed effects, is not exported.
+    fn decide(&self) -> Vec<Decision> {
+        let Some(best) = self.combos.first() else {
+            return Vec::new();
+        };
+        best.vars
+            .iter()
+            .map(|(name, value)| {
+                let decision = |export: bool, value: &str, why: String| Decision {
+                    name: name.clone(),
+                    value: value.to_string(),
+                    export,
+                    why,
+                };
+                let Some(e) = self.effects.iter().find(|e| e.name == *name) else {
+                    return decision(true, value, self.evidence(name, value));
+                };
+                if e.status_effect() {
+                    return decision(true, value, self.evidence(name, value));
+                }
+                if let Some((fastest, ties)) = e.fastest() {
+                    return decision(true, &fastest, speed_evidence(e, &fastest, &ties));
+                }
+                let what = if e.mixed() {
+                    "mixed effect: faster for some units and slower for others, both beyond noise; not exported (choose by your shapes)"
+                } else {
+                    "no measurable effect: no status changed and no speed difference beyond noise; not exported"
+                };
+                let timed: usize = e.pairs.iter().map(|p| p.timed).sum();
+                let called: usize = e.pairs.iter().map(|p| p.faster + p.slower).sum();
+                let chosen: usize = e.pairs.iter().map(|p| p.chosen_changed).sum();
+                decision(
+                    false,
+                    value,
+                    format!(
+                        "{name}: {what} (values {}; {} pairs of units timed, {called} called faster or slower, library choice changed in {chosen})",
+                        e.values.join(", "),
+                        timed
+                    ),
+                )
+            })
+            .collect()
+    }
+
     /// The combination's name in tables: only the variables that differ between combinations.
     pub fn label(&self, c: &ComboReport) -> String {
         let v: Vec<String> = c
@@ -456,6 +525,54 @@ impl Recommendation {
             others.join("; ")
         )
     }
+}
+
+/// Why `fastest` is exported: each value it beats, with units, ratio and interval.
+fn speed_evidence(e: &VarEffect, fastest: &str, ties: &[String]) -> String {
+    let mut parts = Vec::new();
+    for p in &e.pairs {
+        let (other, sign) = if p.b == fastest {
+            (&p.a, 1.0)
+        } else if p.a == fastest {
+            (&p.b, -1.0)
+        } else {
+            continue;
+        };
+        let (called, won) = if sign > 0.0 {
+            (p.faster, p.speed == Speed::Faster)
+        } else {
+            (p.slower, p.speed == Speed::Slower)
+        };
+        if !won {
+            continue;
+        }
+        let flip = |r: Option<f64>| r.map(|r| if sign > 0.0 { r } else { 1.0 / r });
+        let (g, lo, hi) = (flip(p.geomean), flip(p.min_ratio), flip(p.max_ratio));
+        let (lo, hi) = match (lo, hi) {
+            (Some(a), Some(b)) => (a.min(b), a.max(b)),
+            _ => (f64::NAN, f64::NAN),
+        };
+        let units = if sign > 0.0 {
+            &p.faster_units
+        } else {
+            &p.slower_units
+        };
+        parts.push(format!(
+            "faster than ={other} in {called} of {} units timed with both, beyond noise; throughput ratio geomean {:.3} (per unit {lo:.3} to {hi:.3}); e.g. units {}",
+            p.timed,
+            g.unwrap_or(f64::NAN),
+            units.join(", ")
+        ));
+    }
+    let ties = if ties.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; no measurable difference from ={} (a tie)",
+            ties.join(", =")
+        )
+    };
+    format!("{}={fastest}: {}{ties}", e.name, parts.join("; "))
 }
 
 pub fn command(run_dir: &Path, out: Option<&Path>) -> Result<(), CmdError> {

@@ -44,8 +44,12 @@ pub fn profile(r: &Recommendation) -> String {
             if best.vars.is_empty() {
                 lines.push("The sweep set no environment variables: nothing to export.".into());
             }
-            for (name, value) in &best.vars {
-                exports.push((r.evidence(name, value), shell::export_line(name, value)));
+            for d in &r.decisions {
+                if d.export {
+                    exports.push((d.why.clone(), shell::export_line(&d.name, &d.value)));
+                } else {
+                    exports.push((d.why.clone(), String::new()));
+                }
             }
         }
     }
@@ -59,7 +63,10 @@ pub fn profile(r: &Recommendation) -> String {
         );
     }
     for (why, export) in exports {
-        let _ = writeln!(s, "\n# {}\n{export}", shell::comment(&why));
+        let _ = writeln!(s, "\n# {}", shell::comment(&why));
+        if !export.is_empty() {
+            let _ = writeln!(s, "{export}");
+        }
     }
     s
 }
@@ -73,9 +80,35 @@ pub fn markdown(r: &Recommendation) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Recommend: {}\n", r.run_label);
     if let Some(best) = r.combos.first() {
+        let set: Vec<String> = r
+            .decisions
+            .iter()
+            .filter(|d| d.export && r.varied_vars.contains(&d.name))
+            .map(|d| format!("{}={}", d.name, d.value))
+            .collect();
+        let none: Vec<&str> = r
+            .decisions
+            .iter()
+            .filter(|d| !d.export)
+            .map(|d| d.name.as_str())
+            .collect();
+        if r.varied_vars.is_empty() {
+            let _ = writeln!(s, "No env variable varies in this run: nothing to choose.\n");
+        } else if set.is_empty() {
+            let _ = writeln!(s, "**Set nothing**: no varied variable made a difference beyond noise.\n");
+        } else {
+            let _ = writeln!(s, "**Set `{}`**.\n", set.join(" "));
+        }
+        if !none.is_empty() {
+            let _ = writeln!(
+                s,
+                "Not exported (no measurable or a mixed effect): {}.\n",
+                none.join(", ")
+            );
+        }
         let _ = writeln!(
             s,
-            "**Use `{}`**: {}, {} of {} units ok (ranked 1 of {}).\n",
+            "Best combination `{}`: {}, {} of {} units ok (ranked 1 of {}).\n",
             r.label(best),
             best.failure_summary(),
             best.ok,
@@ -133,6 +166,50 @@ pub fn markdown(r: &Recommendation) -> String {
             c.count(Status::Error),
             c.ok,
             fmt_throughput(c.throughput)
+        );
+    }
+
+    s.push_str(
+        "\nThe throughput column is not a verdict: differences within run-to-run noise are ties. \
+         The next section says which differences are beyond noise.\n",
+    );
+    s.push_str("\n## What each variable changed\n\n");
+    let _ = writeln!(
+        s,
+        "Units that differ only in one variable are paired, for each pair of its values. {}\n\n\
+         A speed difference is the variable's effect only when more units are called one way than the rule's \
+         false calls explain (P(Binomial(n, {:.0} %) >= k) < {:.0} %).\n",
+        super::noise::RULE,
+        super::effect::FALSE_CALL_RATE * 100.0,
+        super::effect::SIGNIFICANCE * 100.0
+    );
+    if r.effects.is_empty() {
+        s.push_str("No variable takes more than one value.\n");
+    }
+    for e in &r.effects {
+        let verdict = if e.status_effect() {
+            "changes statuses"
+        } else if e.mixed() {
+            "mixed speed effect"
+        } else if e.any() {
+            "changes speed"
+        } else {
+            "no measurable effect"
+        };
+        let _ = writeln!(s, "### {}: {verdict}\n", e.name);
+        for p in &e.pairs {
+            let _ = writeln!(s, "- {}", p.text(&e.name));
+        }
+        s.push('\n');
+    }
+    for d in r.decisions.iter() {
+        let _ = writeln!(
+            s,
+            "- {} `{}={}`: {}",
+            if d.export { "export" } else { "not exported:" },
+            d.name,
+            d.value,
+            d.why
         );
     }
 
