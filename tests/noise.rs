@@ -1,0 +1,160 @@
+//! Issue 13's noise model end to end, with real worker processes on the CPU backend: identical
+//! runs compare as unchanged, a placebo env axis is never exported, and an env axis with a real
+//! effect (RAYON_NUM_THREADS on a CPU GEMM) is found in the right direction.
+//!
+//! The tests of this file run one at a time (a lock), so none of them slows another's timing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn repo(p: &str) -> String {
+    format!("{}/{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rocsweep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    stdout
+}
+
+fn run(sweep: &str, out: &Path) {
+    ok(&rocsweep(&[
+        "run",
+        &repo(sweep),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-report",
+        "-q",
+    ]));
+}
+
+fn read(p: PathBuf) -> String {
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn two_identical_runs_compare_as_unchanged() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    run("sweeps/quickstart.toml", &a);
+    run("sweeps/quickstart.toml", &b);
+    // Each unit ran 3 trials, and its row keeps each trial's median.
+    let (header, rows) = rocsweep::results::csv::read(&a.join("results.csv")).unwrap();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    for r in &rows {
+        assert_eq!(r[col("trials")], "3", "{r:?}");
+        assert_eq!(r[col("trial_ms")].split(';').count(), 3, "{r:?}");
+        assert!(r[col("chosen")].starts_with("im2col threads="), "{r:?}");
+    }
+    let out = tmp.path().join("cmp");
+    let o = rocsweep(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--fail-on",
+        "regression",
+    ]);
+    let stdout = ok(&o);
+    assert!(
+        stdout.contains("72 units matched") && stdout.contains("0 faster, 0 slower"),
+        "{stdout}"
+    );
+    let md = read(out.join("compare.md"));
+    assert!(md.contains("Noise floors (median trial spread"), "{md}");
+}
+
+#[test]
+fn a_placebo_env_axis_has_no_measurable_effect_and_is_not_exported() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    run("tests/fixtures/noise/placebo.toml", &dir);
+    let rec = tmp.path().join("rec");
+    ok(&rocsweep(&[
+        "recommend",
+        dir.to_str().unwrap(),
+        "--out",
+        rec.to_str().unwrap(),
+    ]));
+    let profile = read(rec.join("rocsweep-env.sh"));
+    assert!(!profile.contains("export PLACEBO"), "{profile}");
+    assert!(
+        profile.contains("# PLACEBO: no measurable effect"),
+        "{profile}"
+    );
+    let md = read(rec.join("recommend.md"));
+    assert!(md.contains("### PLACEBO: no measurable effect"), "{md}");
+    assert!(md.contains("**Set nothing**"), "{md}");
+    // Every pair of values was compared over all 16 units, and the library's choice never moved.
+    for pair in ["PLACEBO=a -> PLACEBO=b", "PLACEBO=a -> PLACEBO=c", "PLACEBO=b -> PLACEBO=c"] {
+        let line = md
+            .lines()
+            .find(|l| l.starts_with(&format!("- {pair}:")))
+            .unwrap_or_else(|| panic!("no line for {pair}\n{md}"));
+        assert!(
+            line.contains("16 paired units; status changed in 0")
+                && line.contains("library choice changed in 0 of 16"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_thread_count_axis_is_found_in_the_right_direction() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    run("tests/fixtures/noise/threads.toml", &dir);
+    let rec = tmp.path().join("rec");
+    ok(&rocsweep(&[
+        "recommend",
+        dir.to_str().unwrap(),
+        "--out",
+        rec.to_str().unwrap(),
+    ]));
+    let profile = read(rec.join("rocsweep-env.sh"));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI needs two cores for this test"
+        );
+        return;
+    }
+    assert!(
+        profile.contains("\nexport RAYON_NUM_THREADS=2\n"),
+        "{profile}"
+    );
+    assert!(
+        profile.contains("RAYON_NUM_THREADS=2: faster than =1 in 2 of 2 units"),
+        "{profile}"
+    );
+    let md = read(rec.join("recommend.md"));
+    assert!(md.contains("### RAYON_NUM_THREADS: changes speed"), "{md}");
+    assert!(
+        md.contains("library choice changed in 2 of 2"),
+        "the CPU names its thread count: {md}"
+    );
+}
