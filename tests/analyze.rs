@@ -47,13 +47,23 @@ fn compare_release_a_b_lists_the_new_hang_and_the_speed_changes() {
     assert!(md.contains("| ok->hang | 1 |"));
     assert_eq!(compare::exit_code(&c, true), 3);
     assert_eq!(compare::exit_code(&c, false), 0);
-    // The m=96 f32 unit took twice as long in B with narrow spreads: slower, not noise.
+    // The m=96 f32 unit took twice as long in B, but these fixtures were made before trials
+    // (one run of each unit): with no run-to-run noise known, a 2x change is ambiguous, not
+    // slower, and no slowdown counts as a regression.
     let m96 = c
         .units
         .iter()
         .find(|u| u.unit_id == "7272cbaaa5395342")
         .unwrap();
-    assert_eq!(m96.ratio.map(|r| r.1), Some(Verdict::Slower));
+    assert_eq!(m96.ratio.map(|r| r.1), Some(Verdict::Ambiguous));
+    assert!(!m96.regressed());
+    assert_eq!(c.regression_lines().len(), 1, "{:?}", c.regression_lines());
+    assert!(
+        c.regression_lines()[0].starts_with("09ed95f8e30236bb gemm m=96")
+            && c.regression_lines()[0].ends_with(": ok->hang"),
+        "{:?}",
+        c.regression_lines()
+    );
 }
 
 #[test]
@@ -390,6 +400,12 @@ fn profile_values_reach_the_shell_unchanged_and_unexecuted() {
     let evil = "$(touch pwned)'\"; touch pwned2\nexport X=`id`";
     rec.host = "vm\ntouch pwned3".into();
     rec.combos[0].vars.push(("WEIRD_VALUE".into(), evil.into()));
+    rec.decisions.push(recommend::Decision {
+        name: "WEIRD_VALUE".into(),
+        value: evil.into(),
+        export: true,
+        why: format!("because {evil}"),
+    });
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join(recommend::PROFILE_NAME);
     std::fs::write(&path, recommend::profile(&rec)).unwrap();

@@ -108,7 +108,11 @@ fn a_placebo_env_axis_has_no_measurable_effect_and_is_not_exported() {
     assert!(md.contains("### PLACEBO: no measurable effect"), "{md}");
     assert!(md.contains("**Set nothing**"), "{md}");
     // Every pair of values was compared over all 16 units, and the library's choice never moved.
-    for pair in ["PLACEBO=a -> PLACEBO=b", "PLACEBO=a -> PLACEBO=c", "PLACEBO=b -> PLACEBO=c"] {
+    for pair in [
+        "PLACEBO=a -> PLACEBO=b",
+        "PLACEBO=a -> PLACEBO=c",
+        "PLACEBO=b -> PLACEBO=c",
+    ] {
         let line = md
             .lines()
             .find(|l| l.starts_with(&format!("- {pair}:")))

@@ -18,8 +18,8 @@ fn spread(t: Option<Timing>) -> String {
             trials,
             ..
         }) => format!("{:.1} % ({trials})", (s.exp() - 1.0) * 100.0),
-        Some(t) => format!("- ({})", t.trials),
-        None => "-".into(),
+        Some(t) if t.trials > 0 => format!("- ({})", t.trials),
+        _ => "-".into(),
     }
 }
 

@@ -209,7 +209,12 @@ fn var_effect(
             .filter(|(n, _)| n != name)
             .map(|(n, v)| format!("{n}={v}"))
             .collect();
-        let context = format!("{}\u{1f}{}\u{1f}{}", r.case_id, r.solver, others.join("\u{1e}"));
+        let context = format!(
+            "{}\u{1f}{}\u{1f}{}",
+            r.case_id,
+            r.solver,
+            others.join("\u{1e}")
+        );
         let slot = match by_value.iter().position(|(v, _)| v == value) {
             Some(i) => i,
             None => {

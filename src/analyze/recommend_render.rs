@@ -93,9 +93,15 @@ pub fn markdown(r: &Recommendation) -> String {
             .map(|d| d.name.as_str())
             .collect();
         if r.varied_vars.is_empty() {
-            let _ = writeln!(s, "No env variable varies in this run: nothing to choose.\n");
+            let _ = writeln!(
+                s,
+                "No env variable varies in this run: nothing to choose.\n"
+            );
         } else if set.is_empty() {
-            let _ = writeln!(s, "**Set nothing**: no varied variable made a difference beyond noise.\n");
+            let _ = writeln!(
+                s,
+                "**Set nothing**: no varied variable made a difference beyond noise.\n"
+            );
         } else {
             let _ = writeln!(s, "**Set `{}`**.\n", set.join(" "));
         }
