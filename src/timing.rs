@@ -200,6 +200,7 @@ mod tests {
             flush_cache: false,
             flush_mib: 0,
             rotating_mib: 0,
+            trials: 1,
             enabled: true,
         }
     }
