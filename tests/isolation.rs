@@ -23,9 +23,11 @@ fn sweep(dir: &Path, extra: &str) -> PathBuf {
     p
 }
 
+// The run mechanics tested here (watchdog, journal, resume, signals) are those of one trial:
+// every unit's first run makes its row at once. Trials have their own tests (tests/noise.rs).
 fn run_with_fault(sweep: &Path, out: &Path, fault: &str) -> Output {
     bin()
-        .args(["run"])
+        .args(["run", "--trials", "1"])
         .arg(sweep)
         .arg("--out")
         .arg(out)
@@ -308,7 +310,7 @@ fn resume(out: &Path, extra: &[&str]) -> Output {
 
 fn spawn_run(sweep: &Path, out: &Path, fault: &str) -> Child {
     bin()
-        .args(["run"])
+        .args(["run", "--trials", "1"])
         .arg(sweep)
         .arg("--out")
         .arg(out)

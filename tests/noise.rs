@@ -152,13 +152,81 @@ fn a_thread_count_axis_is_found_in_the_right_direction() {
         "{profile}"
     );
     assert!(
-        profile.contains("RAYON_NUM_THREADS=2: faster than =1 in 2 of 2 units"),
+        profile.contains("RAYON_NUM_THREADS=2: faster than =1 in "),
         "{profile}"
     );
     let md = read(rec.join("recommend.md"));
     assert!(md.contains("### RAYON_NUM_THREADS: changes speed"), "{md}");
     assert!(
-        md.contains("library choice changed in 2 of 2"),
+        md.contains("library choice changed in 4 of 4"),
         "the CPU names its thread count: {md}"
     );
+}
+
+#[test]
+fn an_interrupted_run_with_trials_resumes_without_rerunning_kept_trials() {
+    let _g = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("t.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"t\"\nop = \"copy\"\n[axes]\nbytes = [64, 128, 256, 512]\n\
+         [timing]\nwarmup = 0\nmin_samples = 3\nmax_samples = 1000000\nmax_time = 0.2\ntarget_noise = 0\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args([
+            "run",
+            sweep.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--trials", "3", "--quiet", "--no-report"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the second pass has begun (a unit's trial 1 kept and another trial started).
+    let journal = out.join("journal.ndjson");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        let kept = text.matches("\"ev\":\"trial\"").count();
+        if kept >= 5 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no trials kept: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signals the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let before = read(journal.clone());
+    let started_before = before.matches("\"ev\":\"started\"").count();
+    ok(&rocsweep(&[
+        "run",
+        "--resume",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--no-report",
+    ]));
+    let after = read(journal);
+    // 4 units x 3 trials in all: the resume ran only what the first session had not.
+    let started_after = after.matches("\"ev\":\"started\"").count();
+    assert_eq!(started_after, 12, "{after}");
+    assert!((5..12).contains(&started_before), "{before}");
+    let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        assert_eq!(
+            (r[col("status")].as_str(), r[col("trials")].as_str()),
+            ("ok", "3"),
+            "{r:?}"
+        );
+        assert_eq!(r[col("trial_ms")].split(';').count(), 3, "{r:?}");
+    }
 }

@@ -436,14 +436,16 @@ impl Recommendation {
                 if let Some((fastest, ties)) = e.fastest() {
                     return decision(true, &fastest, speed_evidence(e, &fastest, &ties));
                 }
+                let chosen: usize = e.pairs.iter().map(|p| p.chosen_changed).sum();
                 let what = if e.mixed() {
                     "mixed effect: faster for some units and slower for others, both beyond noise; not exported (choose by your shapes)"
+                } else if chosen > 0 {
+                    "no measurable effect: it took effect (the library's choice changed) but changed no status and no speed beyond noise; not exported"
                 } else {
                     "no measurable effect: no status changed and no speed difference beyond noise; not exported"
                 };
                 let timed: usize = e.pairs.iter().map(|p| p.timed).sum();
                 let called: usize = e.pairs.iter().map(|p| p.faster + p.slower).sum();
-                let chosen: usize = e.pairs.iter().map(|p| p.chosen_changed).sum();
                 decision(
                     false,
                     value,
