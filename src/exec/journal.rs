@@ -113,9 +113,12 @@ pub struct State {
     pub unfinished: HashMap<String, String>,
     /// Ok trials of units not yet finished: (trial, outcome).
     pub trials: HashMap<String, Vec<(u32, Outcome)>>,
+    /// Lines that were not a record (torn by a power cut, invalid UTF-8, garbage): skipped.
+    pub unreadable: usize,
 }
 
-/// Reads a journal; a torn last line (power cut mid-write) is ignored, as is a missing file.
+/// Reads a journal; a line that is not a record (a torn last line, invalid UTF-8 from a power
+/// cut inside a character, garbage) is skipped and counted, and a missing file is empty.
 pub fn read(dir: &Path) -> std::io::Result<State> {
     let mut st = State::default();
     let f = match File::open(dir.join(FILE)) {
@@ -123,9 +126,22 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(st),
         Err(e) => return Err(e),
     };
-    for line in BufReader::new(f).lines() {
-        let line = line?;
-        match serde_json::from_str::<Record>(&line) {
+    let mut reader = BufReader::new(f);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            st.unreadable += 1;
+            continue;
+        };
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
             Ok(Record::Started { unit }) => {
                 // A unit started again after finishing (a retry) is unfinished until it finishes.
                 if st.finished.remove(&unit).is_some() {
@@ -153,7 +169,7 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
                 st.trials.remove(&unit);
                 st.finished.insert(unit.clone(), row);
             }
-            Err(_) => {}
+            Err(_) => st.unreadable += 1,
         }
     }
     Ok(st)

@@ -9,6 +9,7 @@ pub mod plan;
 pub mod pool;
 pub mod progress;
 pub mod protocol;
+pub mod resume;
 pub mod run;
 pub mod shard;
 pub mod strategy;

@@ -241,6 +241,19 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         rundir::create(&staging).map_err(|e| CmdError::Failure(e.to_string()))?;
         (staging, None)
     };
+    // A resume reads and reconciles everything first: a run directory it cannot use is bad
+    // input, with nothing in it changed.
+    let resumed = if resuming {
+        // Inferred rows are recomputed from the measured ones (strategy_run.rs); skipped units
+        // never ran; interrupted ones run again when asked to.
+        let mut again = vec![Status::Skipped, Status::InferredOk, Status::InferredFail];
+        if opts.retry_interrupted {
+            again.push(Status::Interrupted);
+        }
+        Some(super::resume::read(&dir, sweep.op, &again).map_err(CmdError::BadInput)?)
+    } else {
+        None
+    };
     let logs = work_dir.join("workers");
     std::fs::create_dir_all(&logs).map_err(|e| io("creating workers/", e))?;
 
@@ -349,51 +362,21 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             .map_err(|e| io("creating the per-combination cache directories", e))?;
     }
 
-    // What is already done: rows in results.csv (repaired) and units the journal finished.
+    // What is already done: the reconciled rows (resume.rs), written back when they differ.
     let csv_path = dir.join("results.csv");
-    // Repair first (a torn last row would stop everything after it), then take out the rows of
-    // units that should run now: `skipped` ones never ran (the device was unhealthy), and
-    // `interrupted` ones run again when asked to.
-    let repaired: HashSet<String> = rcsv::repair(&csv_path, sweep.op)
-        .map_err(|e| io("repairing results.csv", e))?
-        .into_iter()
-        .collect();
-    // A run begun by an earlier version has fewer columns; new rows must match its header.
-    let old_header = if resuming {
-        rcsv::upgrade(&csv_path, sweep.op)
-            .map_err(|e| io("upgrading results.csv to this version's columns", e))?
-    } else {
-        rcsv::header(sweep.op)
+    let (in_csv, state) = match resumed {
+        Some(r) => {
+            r.write(&dir, sweep.op)
+                .map_err(|e| io("rewriting results.csv", e))?;
+            for note in &r.notes {
+                eprintln!("note: {}: {note}", dir.display());
+            }
+            (r.ids(), r.journal)
+        }
+        None => (HashSet::new(), journal::State::default()),
     };
-    let mut retry: HashSet<String> = HashSet::new();
-    if resuming {
-        // Inferred rows are recomputed from the measured ones (strategy_run.rs).
-        let mut take = vec![Status::Skipped, Status::InferredOk, Status::InferredFail];
-        if opts.retry_interrupted {
-            take.push(Status::Interrupted);
-        }
-        for st in take {
-            retry.extend(
-                rcsv::remove_status(&csv_path, st)
-                    .map_err(|e| io("removing rows to run again from results.csv", e))?,
-            );
-        }
-    }
-    let in_csv: HashSet<String> = repaired.difference(&retry).cloned().collect();
-    let state = journal::read(&dir).map_err(|e| io("reading the journal", e))?;
     let journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
-    let mut csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
-    // A result the journal holds but results.csv lost (the row was still in the page cache when
-    // the machine went down): restore the row from the journal.
-    let mut in_csv = in_csv;
-    // Units in `retry` are neither done nor unfinished: they simply run.
-    for (id, row) in &state.finished {
-        if !in_csv.contains(id) && !row.is_empty() && !retry.contains(id) {
-            csv.append(&rcsv::upgrade_journal_row(sweep.op, &old_header, row))
-                .map_err(|e| io("restoring a row to results.csv", e))?;
-            in_csv.insert(id.clone());
-        }
-    }
+    let csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
 
     let mut summary = Summary::default();
     if resuming {

@@ -254,7 +254,7 @@ pub fn status_of(header: &[String], row: &[String]) -> Option<Status> {
 }
 
 impl ResultsWriter {
-    /// Opens an existing results.csv for appending (after `repair`).
+    /// Opens an existing results.csv for appending (after exec/resume.rs reconciled it).
     pub fn append_to(path: &Path) -> std::io::Result<ResultsWriter> {
         let file = File::options().append(true).open(path)?;
         let inner = csv::WriterBuilder::new()
@@ -264,97 +264,13 @@ impl ResultsWriter {
     }
 }
 
-/// Makes results.csv whole again after a crash: cuts a torn last line (no trailing newline),
-/// drops duplicate rows of a unit (keeping the first), and returns the unit ids present.
-/// A missing file is recreated with its header.
-pub fn repair(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            ResultsWriter::create(path, op)?;
-            return Ok(Vec::new());
-        }
-        Err(e) => return Err(e),
-    };
-    let whole = match bytes.iter().rposition(|&b| b == b'\n') {
-        Some(i) => i + 1,
-        None => 0,
-    };
-    if whole == 0 {
-        ResultsWriter::create(path, op)?;
-        return Ok(Vec::new());
-    }
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_reader(&bytes[..whole]);
-    let header: Vec<String> = rdr
-        .headers()
-        .map_err(std::io::Error::other)?
+/// [`rewrite`] with rows as strings.
+pub fn rewrite_all(path: &Path, header: &[String], rows: &[Vec<String>]) -> std::io::Result<()> {
+    let recs: Vec<csv::StringRecord> = rows
         .iter()
-        .map(String::from)
+        .map(|r| csv::StringRecord::from(r.clone()))
         .collect();
-    let id_col = header
-        .iter()
-        .position(|h| h == "unit_id")
-        .ok_or_else(|| std::io::Error::other("results.csv has no unit_id column"))?;
-    let mut seen = std::collections::HashSet::new();
-    let mut ids = Vec::new();
-    let mut kept = Vec::new();
-    let mut dropped = false;
-    for rec in rdr.records() {
-        // A record that does not parse (a torn line that happened to end in a newline) is dropped.
-        let Ok(rec) = rec else {
-            dropped = true;
-            continue;
-        };
-        if rec.len() != header.len() {
-            dropped = true;
-            continue;
-        }
-        let id = rec.get(id_col).unwrap_or("").to_string();
-        if seen.insert(id.clone()) {
-            ids.push(id);
-            kept.push(rec);
-        } else {
-            dropped = true;
-        }
-    }
-    if dropped || whole != bytes.len() {
-        rewrite(path, &header, &kept)?;
-    }
-    Ok(ids)
-}
-
-/// Removes the rows whose status is `status` (rewriting the file atomically) and returns their
-/// unit ids: `--retry-interrupted` runs those units again.
-pub fn remove_status(path: &Path, status: Status) -> std::io::Result<Vec<String>> {
-    let mut rdr = match csv::Reader::from_path(path) {
-        Ok(r) => r,
-        Err(_) => return Ok(Vec::new()),
-    };
-    let header = rdr.headers().map_err(std::io::Error::other)?.clone();
-    let (Some(id_col), Some(st_col)) = (
-        header.iter().position(|h| h == "unit_id"),
-        header.iter().position(|h| h == "status"),
-    ) else {
-        return Ok(Vec::new());
-    };
-    let mut kept = Vec::new();
-    let mut removed = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(std::io::Error::other)?;
-        if rec.get(st_col) == Some(status.name()) {
-            removed.push(rec.get(id_col).unwrap_or("").to_string());
-        } else {
-            kept.push(rec);
-        }
-    }
-    if removed.is_empty() {
-        return Ok(removed);
-    }
-    let header: Vec<String> = header.iter().map(String::from).collect();
-    rewrite(path, &header, &kept)?;
-    Ok(removed)
+    rewrite(path, header, &recs)
 }
 
 /// Replaces results.csv with `header` and `rows`: temp file, fsync, rename, so a crash leaves
@@ -393,42 +309,11 @@ pub fn upgrade_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<
 
 /// A journal row, written in the layout of `old_header` (results.csv's header before `upgrade`)
 /// or already in the current one, in the current layout; a row of neither length is returned as
-/// it is (`repair` drops it if it does not fit).
+/// it is (exec/resume.rs drops it if it does not fit).
 pub fn upgrade_journal_row(op: OpKind, old_header: &[String], row: &[String]) -> Vec<String> {
     if row.len() != header(op).len() && row.len() == old_header.len() {
         upgrade_row(op, old_header, row).unwrap_or_else(|| row.to_vec())
     } else {
         row.to_vec()
     }
-}
-
-/// Rewrites (atomically) a results.csv written by an earlier version, without some optional
-/// columns, in the current layout, so a resumed run appends rows that match its header. Returns
-/// the header the file had. Run after `repair`.
-pub fn upgrade(path: &Path, op: OpKind) -> std::io::Result<Vec<String>> {
-    let (header, rows) = read(path).map_err(std::io::Error::other)?;
-    let want = self::header(op);
-    if header == want {
-        return Ok(header);
-    }
-    let known = header.iter().all(|h| want.contains(h));
-    if !known || header.len() != fixed_columns_of(&header).len() + op.params().len() {
-        return Err(std::io::Error::other(format!(
-            "{}: the header is neither this version's nor an earlier one's for {}",
-            path.display(),
-            op.name()
-        )));
-    }
-    let mut upgraded = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let r = upgrade_row(op, &header, r).ok_or_else(|| {
-            std::io::Error::other(format!(
-                "{}: a column this version needs is missing",
-                path.display()
-            ))
-        })?;
-        upgraded.push(csv::StringRecord::from(r));
-    }
-    rewrite(path, &want, &upgraded)?;
-    Ok(header)
 }

@@ -1,0 +1,143 @@
+//! Damaged run directories (issue 15, points 1-4): a resume reads and checks everything before
+//! it writes anything, refuses what it cannot use with exit 2 and nothing changed, survives a
+//! torn journal, and takes the journal's row where results.csv disagrees with it. Real runs of
+//! the real binary on the CPU backend, damaged by hand as a spreadsheet or a power cut would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+}
+
+/// A finished 5-unit run (one trial) in `dir/run`.
+fn finished_run(dir: &Path) -> PathBuf {
+    let sweep = dir.join("d.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"d\"\nop = \"copy\"\n[axes]\nbytes = [64, 128, 256, 512, 1024]\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let o = bin()
+        .args([
+            "run",
+            sweep.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--trials", "1", "--quiet", "--no-report"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn resume(out: &Path) -> Output {
+    bin()
+        .args([
+            "run",
+            "--resume",
+            out.to_str().unwrap(),
+            "--quiet",
+            "--no-report",
+        ])
+        .output()
+        .unwrap()
+}
+
+fn read(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn rows(out: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    rocsweep::results::csv::read(&out.join("results.csv")).unwrap()
+}
+
+#[test]
+fn a_header_with_an_extra_column_is_refused_and_nothing_is_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = finished_run(tmp.path());
+    let csv = out.join("results.csv");
+    let text = String::from_utf8(read(&csv)).unwrap();
+    let (first, rest) = text.split_once('\n').unwrap();
+    std::fs::write(&csv, format!("{first},note\n{rest}")).unwrap();
+    let (csv_before, manifest_before) = (read(&csv), read(&out.join("manifest.json")));
+    let journal_before = read(&out.join("journal.ndjson"));
+
+    let o = resume(&out);
+    assert_eq!(o.status.code(), Some(2), "bad run directory: exit 2");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("results.csv: line 1: the header is neither this version's nor an earlier one's for copy: unknown column `note`; nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(read(&csv), csv_before, "results.csv untouched");
+    assert_eq!(
+        read(&out.join("manifest.json")),
+        manifest_before,
+        "manifest untouched"
+    );
+    assert_eq!(read(&out.join("journal.ndjson")), journal_before);
+}
+
+#[test]
+fn invalid_utf8_in_the_journal_is_skipped_and_the_run_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = finished_run(tmp.path());
+    let journal = out.join("journal.ndjson");
+    let mut j = read(&journal);
+    // A power cut inside a multi-byte character, then two stray bytes on a line of their own.
+    j.extend_from_slice(b"{\"ev\":\"started\",\"unit\":\"\xe2\x82");
+    j.extend_from_slice(b"\n\xff\xfe\n");
+    std::fs::write(&journal, &j).unwrap();
+    let before = rows(&out);
+    let o = resume(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("skipped 2 unreadable line(s) of journal.ndjson"),
+        "{err}"
+    );
+    assert_eq!(rows(&out), before, "every row kept");
+}
+
+#[test]
+fn the_journal_wins_over_a_wrong_or_garbage_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = finished_run(tmp.path());
+    let (header, good) = rows(&out);
+    let st = header.iter().position(|h| h == "status").unwrap();
+    // A conflicting copy of unit 0 first (status crash), the real one after it, and a row of
+    // garbage with the right field count.
+    let mut wrong = good[0].clone();
+    wrong[st] = "crash".into();
+    let mut garbage = vec!["garbage".to_string(); header.len()];
+    garbage[0] = "ffffffffffffffff".into();
+    let mut w = csv::Writer::from_path(out.join("results.csv")).unwrap();
+    w.write_record(&header).unwrap();
+    w.write_record(&wrong).unwrap();
+    for r in &good {
+        w.write_record(r).unwrap();
+    }
+    w.write_record(&garbage).unwrap();
+    w.flush().unwrap();
+    drop(w);
+
+    let o = resume(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("1 row(s) replaced by the journal's record"),
+        "{err}"
+    );
+    assert!(err.contains("2 row(s) dropped from results.csv"), "{err}");
+    let (_, after) = rows(&out);
+    assert_eq!(after, good, "the journal's rows, once each, in order");
+    // And the run reads back: report works.
+    let o = bin()
+        .args(["report", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
