@@ -141,3 +141,86 @@ fn the_journal_wins_over_a_wrong_or_garbage_row() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn planted_secrets_reach_no_file_of_the_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"s\"\nop = \"copy\"\n[axes]\nbytes = [64, 128]\n[env_axes]\nMY_FLAG = [\"1\", \"2\"]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let secrets = [
+        ("GITHUB_TOKEN", "ghp_plantedsecret0001"),
+        ("AWS_SECRET_ACCESS_KEY", "plantedsecret0002"),
+        ("HF_TOKEN", "hf_plantedsecret0003"),
+        ("MY_PASSWORD", "plantedsecret0004"),
+        ("HIP_API_KEY", "plantedsecret0005"),
+    ];
+    let o = bin()
+        .args([
+            "run",
+            sweep.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--trials", "1", "--quiet"])
+        .envs(secrets)
+        .env("UNRELATED_VARIABLE", "not-recorded")
+        .env("HIP_VISIBLE_DEVICES", "0")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+    let id = &rows[0][header.iter().position(|h| h == "unit_id").unwrap()];
+    let repro = bin()
+        .args(["repro", out.to_str().unwrap(), id])
+        .output()
+        .unwrap();
+    assert!(repro.status.success());
+    std::fs::write(out.join("repro.txt"), &repro.stdout).unwrap();
+    for f in files(&out) {
+        let text = String::from_utf8_lossy(&read(&f)).into_owned();
+        for (name, value) in secrets {
+            assert!(
+                !text.contains(value),
+                "{name}'s value is in {}",
+                f.display()
+            );
+        }
+        assert!(
+            !text.contains("not-recorded"),
+            "an unrelated variable is in {}",
+            f.display()
+        );
+    }
+    let m = rocsweep::results::manifest::read(&out).unwrap();
+    assert_eq!(
+        m.environment.get("HIP_VISIBLE_DEVICES").map(String::as_str),
+        Some("0")
+    );
+    assert_eq!(
+        m.environment.get("HIP_API_KEY").map(String::as_str),
+        Some("<masked>")
+    );
+    assert!(
+        !m.environment.contains_key("GITHUB_TOKEN"),
+        "not a variable that affects a run"
+    );
+}

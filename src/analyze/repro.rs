@@ -7,6 +7,7 @@ use super::rundata::{Row, RunData};
 use super::shell;
 use crate::error::CmdError;
 use crate::op::{OpKind, ParamKind};
+use crate::results::manifest;
 use crate::results::status::Status;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -446,7 +447,7 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
         s.push_str("# the unit's env combination sets nothing\n");
     }
     for (k, v) in &vars {
-        let _ = writeln!(s, "{}", shell::export_line(k, v));
+        let _ = writeln!(s, "{}", shell::export_line(k, manifest::shown(k, v)));
     }
     let extra: Vec<(&String, &String)> = m
         .environment
@@ -456,7 +457,7 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     if !extra.is_empty() {
         s.push_str("# also set in the environment of the run:\n");
         for (k, v) in extra {
-            let _ = writeln!(s, "{}", shell::export_line(k, v));
+            let _ = writeln!(s, "{}", shell::export_line(k, manifest::shown(k, v)));
         }
     }
     s.push_str("```\n");

@@ -323,7 +323,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             sweep: SweepInfo::of(&sweep),
             policies: policies.clone(),
             env_combos: combos.clone(),
-            environment: manifest::environment(),
+            environment: manifest::environment(
+                &combos
+                    .iter()
+                    .flat_map(|c| c.vars.iter().map(|(k, _)| k.clone()))
+                    .collect::<Vec<_>>(),
+            ),
             units_planned: planned,
             counts: Default::default(),
             invalid_combinations: counted.invalid,

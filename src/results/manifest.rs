@@ -154,14 +154,86 @@ impl SweepInfo {
     }
 }
 
-/// The environment as text; values that are not UTF-8 are kept lossily rather than dropped.
-pub fn environment() -> BTreeMap<String, String> {
+/// Name prefixes of variables that can change what a run does: the vendors' runtimes and
+/// libraries, frameworks, threading, loaders, schedulers, and rocsweep's own.
+const RELEVANT_PREFIXES: &[&str] = &[
+    "ROC",
+    "HIP",
+    "HSA",
+    "MIOPEN",
+    "HIPBLASLT",
+    "AMD",
+    "GPU_",
+    "CUDA",
+    "CUDNN",
+    "CUBLAS",
+    "CUFFT",
+    "CURAND",
+    "NVIDIA",
+    "NCCL",
+    "TORCH",
+    "PYTORCH",
+    "OMP_",
+    "GOMP_",
+    "KMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "RAYON_",
+    "LD_",
+    "MALLOC_",
+    "SLURM_",
+    "RUST_",
+];
+/// Whole names that can change what a run does.
+const RELEVANT_NAMES: &[&str] = &["PATH", "JOB_COMPLETION_INDEX", "HOSTNAME", "LANG", "TZ"];
+/// Parts of a name that mark a credential: its value is never written anywhere.
+const SECRET_PARTS: &[&str] = &[
+    "TOKEN",
+    "SECRET",
+    "KEY",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "PRIVATE",
+    "COOKIE",
+    "SESSION",
+    "SIGNATURE",
+];
+/// What a credential's value is replaced with.
+pub const MASKED: &str = "<masked>";
+
+/// Whether a variable's name looks like a credential's (case-insensitive).
+pub fn is_secret(name: &str) -> bool {
+    let up = name.to_ascii_uppercase();
+    SECRET_PARTS.iter().any(|p| up.contains(p))
+}
+
+/// The value as it may be written into a run directory: masked when the name looks like a
+/// credential's.
+pub fn shown<'a>(name: &str, value: &'a str) -> &'a str {
+    if is_secret(name) { MASKED } else { value }
+}
+
+/// The variables of the environment that can affect a run (see [`RELEVANT_PREFIXES`] and
+/// [`RELEVANT_NAMES`]), plus any the sweep itself sets (`extra`), each value masked when its
+/// name looks like a credential's. Values that are not UTF-8 are kept lossily.
+pub fn environment(extra: &[String]) -> BTreeMap<String, String> {
     std::env::vars_os()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
                 v.to_string_lossy().into_owned(),
             )
+        })
+        .filter(|(k, _)| {
+            RELEVANT_NAMES.contains(&k.as_str())
+                || RELEVANT_PREFIXES.iter().any(|p| k.starts_with(p))
+                || extra.contains(k)
+        })
+        .map(|(k, v)| {
+            let v = shown(&k, &v).to_string();
+            (k, v)
         })
         .collect()
 }
