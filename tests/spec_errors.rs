@@ -327,3 +327,10 @@ fn binary_rejects_an_unknown_backend_as_usage_error() {
         &["invalid value 'nonsense'", "--backend"],
     );
 }
+
+#[test]
+fn override_with_a_value_twice_is_refused() {
+    // Two equal values would plan the same case twice (and two rows with one unit id).
+    override_error("c_in=16,16", 6, "`c_in` has the value 16 more than once");
+    override_error("h=8,pow2(8..=16)", 3, "`h` has the value 8 more than once");
+}

@@ -96,6 +96,16 @@ pub struct Sweep {
 }
 
 /// Reads a sweep file from disk; an unreadable file is reported against its path.
+/// The first pair (i, j), i < j, of items that read the same (by their text: values of one
+/// axis have one type, so equal text is an equal value). Linear time: axes can be long.
+pub(crate) fn first_duplicate<T: std::fmt::Debug>(items: &[T]) -> Option<(usize, usize)> {
+    let mut seen = std::collections::HashMap::with_capacity(items.len());
+    items
+        .iter()
+        .enumerate()
+        .find_map(|(j, x)| seen.insert(format!("{x:?}"), j).map(|i| (i, j)))
+}
+
 pub fn load(path: &Path, overrides: &[String]) -> Result<Sweep, SpecError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -184,7 +194,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
     if let Some(axes) = root.get("axes") {
         let table = cx.table(axes, "axes")?;
         for (key, val) in table.iter() {
-            let axis = cx.axis(op, key, val, &seen)?;
+            let axis = cx.axis(op, key, val, &seen, true)?;
             seen.push((axis.name.clone(), key.span()));
             dims.push(Dim {
                 group: None,
@@ -198,7 +208,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             let mut axes: Vec<Axis> = Vec::new();
             let mut first: Option<(String, usize)> = None;
             for (key, val) in table.iter() {
-                let axis = cx.axis(op, key, val, &seen)?;
+                let axis = cx.axis(op, key, val, &seen, false)?;
                 seen.push((axis.name.clone(), key.span()));
                 match &first {
                     None => first = Some((axis.name.clone(), axis.values.len())),
@@ -218,6 +228,24 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
                     format!(
                         "zip group `{}` is empty, expected at least one axis",
                         group.get_ref()
+                    ),
+                ));
+            }
+            let rows: Vec<Vec<&Value>> = (0..axes[0].values.len())
+                .map(|r| axes.iter().map(|a| &a.values[r]).collect())
+                .collect();
+            if let Some((i, j)) = first_duplicate(&rows) {
+                return Err(cx.err(
+                    body.span(),
+                    format!(
+                        "zip group `{}`: rows {} and {} are the same ({}); each row may appear once",
+                        group.get_ref(),
+                        i + 1,
+                        j + 1,
+                        axes.iter()
+                            .map(|a| format!("{} = {}", a.name, a.values[j]))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 ));
             }
@@ -313,6 +341,15 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
                 return Err(cx.err(
                     val.span(),
                     format!("env axis `{name}` is empty, expected at least one value"),
+                ));
+            }
+            if let Some((_, j)) = first_duplicate(&values) {
+                return Err(cx.err(
+                    val.span(),
+                    format!(
+                        "env axis `{name}` has the value \"{}\" more than once; each value may appear once",
+                        values[j]
+                    ),
                 ));
             }
             env_axes.push((name, values));

@@ -68,6 +68,15 @@ pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Resu
             values.push(v);
         }
     }
+    if let Some((_, j)) = super::first_duplicate(&values) {
+        return Err(cx.err(
+            base..arg.len(),
+            format!(
+                "`{name}` has the value {} more than once; each value may appear once",
+                values[j]
+            ),
+        ));
+    }
     let new_len = values.len();
     for d in dims.iter_mut() {
         if let Some(pos) = d.axes.iter().position(|a| a.slot == slot) {

@@ -155,12 +155,15 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// An axis; `distinct` refuses a value given twice (a plain axis: it would make the same
+    /// case twice; an axis of a zip group may repeat values, its rows may not).
     pub(super) fn axis(
         &self,
         op: OpKind,
         key: &toml::Spanned<std::borrow::Cow<str>>,
         v: &Sp,
         seen: &[(String, Range<usize>)],
+        distinct: bool,
     ) -> Result<Axis, SpecError> {
         let name = key.get_ref().to_string();
         let slot = slot_of(op, &name).ok_or_else(|| {
@@ -203,6 +206,15 @@ impl Cx<'_> {
                 format!("axis `{name}` is empty, expected at least one value"),
             ));
         }
+        if distinct && let Some((_, j)) = super::first_duplicate(&values) {
+            return Err(self.err(
+                v.span(),
+                format!(
+                    "axis `{name}` has the value {} more than once (a list item and a generator may overlap); each value may appear once",
+                    values[j]
+                ),
+            ));
+        }
         Ok(Axis { name, slot, values })
     }
 
@@ -234,6 +246,12 @@ impl Cx<'_> {
             DeValue::String(s) if s.contains('\0') => {
                 Err(self.err(v.span(), format!("value of `{name}` contains a NUL byte")))
             }
+            DeValue::String(s) if s.contains(';') => Err(self.err(
+                v.span(),
+                format!(
+                    "value of `{name}` contains `;`, which separates variables in the `env` column and unit ids (two combinations could read the same)"
+                ),
+            )),
             DeValue::String(s) => Ok(s.to_string()),
             other => Err(self.err(
                 v.span(),
