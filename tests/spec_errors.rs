@@ -334,3 +334,27 @@ fn override_with_a_value_twice_is_refused() {
     override_error("c_in=16,16", 6, "`c_in` has the value 16 more than once");
     override_error("h=8,pow2(8..=16)", 3, "`h` has the value 8 more than once");
 }
+
+#[test]
+fn an_error_past_column_65535_is_reported_not_a_panic() {
+    // A 75 KB array with a bad item at its end: the renderer cannot draw past column 65535,
+    // and echoing the line helps nobody; the location and a short excerpt do.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("wide.toml");
+    let items = "1, ".repeat(25_000);
+    std::fs::write(
+        &path,
+        format!("name = \"x\"\nop = \"gemm\"\n[axes]\nm = [{items}\"bad\"]\n"),
+    )
+    .unwrap();
+    let located = format!("{}:4:75006: ", path.display());
+    run_fails(
+        &path,
+        &[],
+        &[
+            &located,
+            "`m` expects an integer, found a string",
+            "bytes long, not shown",
+        ],
+    );
+}

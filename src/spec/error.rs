@@ -62,8 +62,28 @@ impl SpecError {
         self.src.inner().get(o..o + l).unwrap_or("").to_string()
     }
 
-    /// The full report with the source excerpt, for a terminal.
+    /// The full report with the source excerpt, for a terminal. A line longer than
+    /// [`MAX_SHOWN_LINE`] is not echoed (the renderer cannot draw past column 65535, and a
+    /// 400 KB line helps nobody): the message and a short excerpt of the offending text.
     pub fn render(&self) -> String {
+        let text = self.src.inner().as_str();
+        let at = self.span.offset().min(text.len());
+        let line_start = text
+            .get(..at)
+            .and_then(|t| t.rfind('\n'))
+            .map_or(0, |i| i + 1);
+        let line_end = text
+            .get(at..)
+            .and_then(|t| t.find('\n'))
+            .map_or(text.len(), |i| at + i);
+        if line_end - line_start > MAX_SHOWN_LINE {
+            let snippet: String = self.snippet().chars().take(80).collect();
+            return format!(
+                "error: {self}\n  (line {} is {} bytes long, not shown; the text at the error starts: {snippet:?})",
+                self.line,
+                line_end - line_start
+            );
+        }
         let mut out = String::new();
         let handler =
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
@@ -73,6 +93,9 @@ impl SpecError {
         format!("error: {self}\n{out}")
     }
 }
+
+/// Lines longer than this are not echoed in an error report.
+pub const MAX_SHOWN_LINE: usize = 1000;
 
 fn short_label(message: &str) -> String {
     let first = message.split(", expected").next().unwrap_or(message);
