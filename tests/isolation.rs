@@ -251,7 +251,7 @@ fn each_env_combination_reaches_its_worker_without_a_shell() {
     let tmp = tempfile::tempdir().unwrap();
     let s = sweep(
         tmp.path(),
-        "[env]\nFIXED = \"yes\"\n[env_axes]\nFOO = [\"a\", \"b c; $(echo no)\"]\n",
+        "[env]\nFIXED = \"yes\"\n[env_axes]\nFOO = [\"a\", \"b c && $(echo no) | `id`\"]\n",
     );
     let out = tmp.path().join("run");
     let o = run_with_fault(&s, &out, "");
@@ -270,7 +270,7 @@ fn each_env_combination_reaches_its_worker_without_a_shell() {
         "{logs}"
     );
     assert!(
-        logs.contains("env combination: FIXED=yes;FOO=b c; $(echo no)\n"),
+        logs.contains("env combination: FIXED=yes;FOO=b c && $(echo no) | `id`\n"),
         "verbatim: {logs}"
     );
     let rows = Rows::read(&out);
@@ -281,7 +281,7 @@ fn each_env_combination_reaches_its_worker_without_a_shell() {
     let st = rows.col("status");
     assert!(
         rows.rows.iter().all(|r| r[st] == "ok"),
-        "every unit ran in its combination, `;` and `$(...)` included: {:?}",
+        "every unit ran in its combination, `&&`, `$(...)` and backquotes included: {:?}",
         rows.rows
             .iter()
             .map(|r| (&r[env_col], &r[st]))

@@ -8,7 +8,41 @@ use super::{Axis, Dim, axis, axis_names, check_value, slot_of};
 use crate::op::{OpKind, ParamKind};
 use std::sync::Arc;
 
+/// Applies one override, then refuses it when it made a value of a plain axis, or a row of a
+/// zip group, appear twice (the same case would be planned twice).
 pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
+    apply(op, dims, arg)?;
+    let name = arg.split_once('=').map_or("", |(n, _)| n.trim());
+    let Some(d) = dims.iter().find(|d| d.axes.iter().any(|a| a.name == name)) else {
+        return Ok(());
+    };
+    let rows: Vec<Vec<&Value>> = (0..d.axes.first().map_or(0, |a| a.values.len()))
+        .map(|r| d.axes.iter().map(|a| &a.values[r]).collect())
+        .collect();
+    let Some((_, j)) = super::first_duplicate(&rows) else {
+        return Ok(());
+    };
+    let what: Vec<String> = d
+        .axes
+        .iter()
+        .map(|a| format!("{} = {}", a.name, a.values[j]))
+        .collect();
+    let text = Arc::new(arg.to_string());
+    let cx = Cx {
+        file: "--axis",
+        text: &text,
+    };
+    let start = arg.find('=').map_or(0, |i| i + 1);
+    Err(cx.err(
+        start..arg.len(),
+        format!(
+            "`{name}`: the value {} would appear more than once; each value may appear once",
+            what.join(", ")
+        ),
+    ))
+}
+
+fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
     let text = Arc::new(arg.to_string());
     let cx = Cx {
         file: "--axis",
@@ -67,15 +101,6 @@ pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Resu
             check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
             values.push(v);
         }
-    }
-    if let Some((_, j)) = super::first_duplicate(&values) {
-        return Err(cx.err(
-            base..arg.len(),
-            format!(
-                "`{name}` has the value {} more than once; each value may appear once",
-                values[j]
-            ),
-        ));
     }
     let new_len = values.len();
     for d in dims.iter_mut() {
