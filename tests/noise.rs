@@ -51,6 +51,24 @@ fn read(p: PathBuf) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// Runs `sweep`, then `recommend` on it: the profile and recommend.md.
+fn run_and_recommend(sweep: &str) -> (String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    run(sweep, &dir);
+    let rec = tmp.path().join("rec");
+    ok(&rocsweep(&[
+        "recommend",
+        dir.to_str().unwrap(),
+        "--out",
+        rec.to_str().unwrap(),
+    ]));
+    (
+        read(rec.join("rocsweep-env.sh")),
+        read(rec.join("recommend.md")),
+    )
+}
+
 #[test]
 fn two_identical_runs_compare_as_unchanged() {
     let _g = serial();
@@ -88,23 +106,12 @@ fn two_identical_runs_compare_as_unchanged() {
 #[test]
 fn a_placebo_env_axis_has_no_measurable_effect_and_is_not_exported() {
     let _g = serial();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    run("tests/fixtures/noise/placebo.toml", &dir);
-    let rec = tmp.path().join("rec");
-    ok(&rocsweep(&[
-        "recommend",
-        dir.to_str().unwrap(),
-        "--out",
-        rec.to_str().unwrap(),
-    ]));
-    let profile = read(rec.join("rocsweep-env.sh"));
+    let (profile, md) = run_and_recommend("tests/fixtures/noise/placebo.toml");
     assert!(!profile.contains("export PLACEBO"), "{profile}");
     assert!(
         profile.contains("# PLACEBO: no measurable effect"),
         "{profile}"
     );
-    let md = read(rec.join("recommend.md"));
     assert!(md.contains("### PLACEBO: no measurable effect"), "{md}");
     assert!(md.contains("**Set nothing**"), "{md}");
     // Every pair of values was compared over all 16 units, and the library's choice never moved.
@@ -128,17 +135,7 @@ fn a_placebo_env_axis_has_no_measurable_effect_and_is_not_exported() {
 #[test]
 fn a_thread_count_axis_is_found_in_the_right_direction() {
     let _g = serial();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    run("tests/fixtures/noise/threads.toml", &dir);
-    let rec = tmp.path().join("rec");
-    ok(&rocsweep(&[
-        "recommend",
-        dir.to_str().unwrap(),
-        "--out",
-        rec.to_str().unwrap(),
-    ]));
-    let profile = read(rec.join("rocsweep-env.sh"));
+    let (profile, md) = run_and_recommend("tests/fixtures/noise/threads.toml");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
         assert!(
@@ -155,7 +152,6 @@ fn a_thread_count_axis_is_found_in_the_right_direction() {
         profile.contains("RAYON_NUM_THREADS=2: faster than =1 in "),
         "{profile}"
     );
-    let md = read(rec.join("recommend.md"));
     assert!(md.contains("### RAYON_NUM_THREADS: changes speed"), "{md}");
     assert!(
         md.contains("library choice changed in 4 of 4"),

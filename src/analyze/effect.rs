@@ -10,7 +10,7 @@
 
 use super::noise::{self, Timing, Verdict};
 use super::rundata::Row;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The false-call rate the speed test allows per pair, and its significance level.
 pub const FALSE_CALL_RATE: f64 = 0.01;
@@ -59,6 +59,30 @@ pub struct PairEffect {
 }
 
 impl PairEffect {
+    /// The same comparison seen from the other side: `a` and `b` swapped.
+    pub fn flipped(&self) -> PairEffect {
+        let inv = |r: Option<f64>| r.map(|r| 1.0 / r);
+        PairEffect {
+            a: self.b.clone(),
+            b: self.a.clone(),
+            failures_a: self.failures_b,
+            failures_b: self.failures_a,
+            faster: self.slower,
+            slower: self.faster,
+            geomean: inv(self.geomean),
+            min_ratio: inv(self.max_ratio),
+            max_ratio: inv(self.min_ratio),
+            faster_units: self.slower_units.clone(),
+            slower_units: self.faster_units.clone(),
+            speed: match self.speed {
+                Speed::Faster => Speed::Slower,
+                Speed::Slower => Speed::Faster,
+                other => other,
+            },
+            ..self.clone()
+        }
+    }
+
     pub fn any(&self) -> bool {
         self.status_changed > 0 || self.speed != Speed::None
     }
@@ -114,6 +138,19 @@ impl VarEffect {
         self.pairs.iter().any(|p| p.speed == Speed::Mixed)
     }
 
+    /// The comparison `from` -> `to` (`to` as `b`), whichever way round it was computed.
+    pub fn pair(&self, from: &str, to: &str) -> Option<PairEffect> {
+        self.pairs.iter().find_map(|p| {
+            if p.a == from && p.b == to {
+                Some(p.clone())
+            } else if p.a == to && p.b == from {
+                Some(p.flipped())
+            } else {
+                None
+            }
+        })
+    }
+
     /// The fastest value when the variable changes speed and nothing else: the value that no
     /// other value beats, and that beats at least one. None when the effects are mixed or there
     /// is no speed effect. With it, the values it does not measurably beat (ties).
@@ -122,17 +159,10 @@ impl VarEffect {
             return None;
         }
         // For value v against w: Some(true) v faster, Some(false) v slower, None no difference.
-        let beats = |v: &str, w: &str| -> Option<bool> {
-            let p = self
-                .pairs
-                .iter()
-                .find(|p| (p.a == v && p.b == w) || (p.a == w && p.b == v))?;
-            let b_faster = match p.speed {
-                Speed::Faster => true,
-                Speed::Slower => false,
-                _ => return None,
-            };
-            Some(if p.b == v { b_faster } else { !b_faster })
+        let beats = |v: &str, w: &str| match self.pair(w, v)?.speed {
+            Speed::Faster => Some(true),
+            Speed::Slower => Some(false),
+            _ => None,
         };
         self.values.iter().find_map(|v| {
             let others: Vec<&String> = self.values.iter().filter(|w| *w != v).collect();
@@ -318,30 +348,51 @@ fn pair_effect(a: &Side, b: &Side, floor: f64) -> PairEffect {
     e
 }
 
-/// Counts of each status per value of a variable (for the evidence lines).
-pub fn status_counts(
-    rows: &[Row],
-    name: &str,
-    vars_of: &HashMap<String, Vec<(String, String)>>,
-) -> BTreeMap<String, (usize, usize)> {
-    let mut m: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-    for r in rows {
-        let Some((_, v)) = vars_of
-            .get(&r.env)
-            .and_then(|vars| vars.iter().find(|(n, _)| n == name))
-        else {
-            continue;
-        };
-        let e = m.entry(v.clone()).or_default();
-        e.0 += usize::from(r.status.predicts_failure());
-        e.1 += 1;
-    }
-    m
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_reads_the_same_from_either_side() {
+        let p = PairEffect {
+            a: "1".into(),
+            b: "2".into(),
+            paired: 4,
+            status_changed: 0,
+            failures_a: 0,
+            failures_b: 0,
+            chosen_known: 4,
+            chosen_changed: 4,
+            workspace_changed: 0,
+            timed: 4,
+            faster: 0,
+            slower: 4,
+            geomean: Some(0.5),
+            min_ratio: Some(0.25),
+            max_ratio: Some(0.8),
+            faster_units: Vec::new(),
+            slower_units: vec!["u".into()],
+            speed: Speed::Slower,
+        };
+        let e = VarEffect {
+            name: "V".into(),
+            values: vec!["1".into(), "2".into()],
+            pairs: vec![p.clone()],
+        };
+        let back = e.pair("2", "1").unwrap();
+        assert_eq!(
+            (back.speed, back.faster, back.slower),
+            (Speed::Faster, 4, 0)
+        );
+        assert_eq!(
+            (back.geomean, back.min_ratio, back.max_ratio),
+            (Some(2.0), Some(1.25), Some(4.0))
+        );
+        assert_eq!(back.faster_units, vec!["u".to_string()]);
+        assert_eq!(back.flipped(), p);
+        // "2" is slower than "1": the fastest value is "1", with no ties.
+        assert_eq!(e.fastest(), Some(("1".to_string(), Vec::new())));
+    }
 
     #[test]
     fn binomial_tail_matches_hand_figures() {

@@ -64,10 +64,6 @@ impl Verdict {
             Verdict::Ambiguous => "ambiguous",
         }
     }
-
-    pub fn called(self) -> bool {
-        matches!(self, Verdict::Faster | Verdict::Slower)
-    }
 }
 
 /// One unit's time and its run-to-run noise.

@@ -532,38 +532,19 @@ impl Recommendation {
 /// Why `fastest` is exported: each value it beats, with units, ratio and interval.
 fn speed_evidence(e: &VarEffect, fastest: &str, ties: &[String]) -> String {
     let mut parts = Vec::new();
-    for p in &e.pairs {
-        let (other, sign) = if p.b == fastest {
-            (&p.a, 1.0)
-        } else if p.a == fastest {
-            (&p.b, -1.0)
-        } else {
+    for other in e.values.iter().filter(|v| *v != fastest) {
+        let Some(p) = e.pair(other, fastest).filter(|p| p.speed == Speed::Faster) else {
             continue;
         };
-        let (called, won) = if sign > 0.0 {
-            (p.faster, p.speed == Speed::Faster)
-        } else {
-            (p.slower, p.speed == Speed::Slower)
-        };
-        if !won {
-            continue;
-        }
-        let flip = |r: Option<f64>| r.map(|r| if sign > 0.0 { r } else { 1.0 / r });
-        let (g, lo, hi) = (flip(p.geomean), flip(p.min_ratio), flip(p.max_ratio));
-        let (lo, hi) = match (lo, hi) {
-            (Some(a), Some(b)) => (a.min(b), a.max(b)),
-            _ => (f64::NAN, f64::NAN),
-        };
-        let units = if sign > 0.0 {
-            &p.faster_units
-        } else {
-            &p.slower_units
-        };
+        let ratio = |r: Option<f64>| r.unwrap_or(f64::NAN);
         parts.push(format!(
-            "faster than ={other} in {called} of {} units timed with both, beyond noise; throughput ratio geomean {:.3} (per unit {lo:.3} to {hi:.3}); e.g. units {}",
+            "faster than ={other} in {} of {} units timed with both, beyond noise; throughput ratio geomean {:.3} (per unit {:.3} to {:.3}); e.g. units {}",
+            p.faster,
             p.timed,
-            g.unwrap_or(f64::NAN),
-            units.join(", ")
+            ratio(p.geomean),
+            ratio(p.min_ratio),
+            ratio(p.max_ratio),
+            p.faster_units.join(", ")
         ));
     }
     let ties = if ties.is_empty() {

@@ -12,7 +12,7 @@ use crate::op::OpKind;
 use crate::results::csv::{self as rcsv, OPTIONAL_COLUMNS};
 use crate::results::status::Status;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A run directory's results, reconciled, and what reconciling changed.
 #[derive(Debug)]
@@ -131,7 +131,7 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
             from_journal.insert(id.as_str(), r);
         }
     }
-    let id_col = 0;
+    let id_col = 0; // unit_id is the first column in every layout
     let mut rows: Vec<Vec<String>> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     let (mut dropped, mut replaced) = (0usize, 0usize);
@@ -226,11 +226,10 @@ impl Resume {
     }
 
     /// Writes results.csv as reconciled (atomically), when it differs from the file.
-    pub fn write(&self, dir: &Path, op: OpKind) -> std::io::Result<PathBuf> {
-        let path = dir.join("results.csv");
+    pub fn write(&self, dir: &Path, op: OpKind) -> std::io::Result<()> {
         if self.rewrite {
-            rcsv::rewrite_all(&path, &rcsv::header(op), &self.rows)?;
+            rcsv::rewrite_all(&dir.join("results.csv"), &rcsv::header(op), &self.rows)?;
         }
-        Ok(path)
+        Ok(())
     }
 }

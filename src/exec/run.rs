@@ -369,6 +369,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
     // What is already done: the reconciled rows (resume.rs), written back when they differ.
     let csv_path = dir.join("results.csv");
+    let mut summary = Summary::default();
     let (in_csv, state) = match resumed {
         Some(r) => {
             r.write(&dir, sweep.op)
@@ -376,6 +377,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             for note in &r.notes {
                 eprintln!("note: {}: {note}", dir.display());
             }
+            count_existing(&rcsv::header(sweep.op), &r.rows, &mut summary);
             (r.ids(), r.journal)
         }
         None => (HashSet::new(), journal::State::default()),
@@ -383,10 +385,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
     let csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
 
-    let mut summary = Summary::default();
-    if resuming {
-        count_existing(&csv_path, &mut summary);
-    }
     let done_before = in_csv.len() as u64;
     // Progress counts runs of units: each unit `trials` times, less the trials already kept.
     let kept: u64 = state.trials.values().map(|v| v.len() as u64).sum();
@@ -627,16 +625,15 @@ fn lock(dir: &Path) -> Result<File, CmdError> {
     }
 }
 
-fn count_existing(csv_path: &Path, summary: &mut Summary) {
-    if let Ok((header, rows)) = rcsv::read(csv_path) {
-        let id = header.iter().position(|h| h == "unit_id");
-        let err = header.iter().position(|h| h == "error");
-        for r in &rows {
-            if let Some(st) = rcsv::status_of(&header, r) {
-                let uid = id.and_then(|i| r.get(i)).cloned().unwrap_or_default();
-                let detail = err.and_then(|i| r.get(i)).cloned().unwrap_or_default();
-                summary.add(st, &uid, || "(earlier session)".into(), &detail);
-            }
+/// Counts the rows an earlier session wrote (already read and reconciled by resume.rs).
+fn count_existing(header: &[String], rows: &[Vec<String>], summary: &mut Summary) {
+    let id = header.iter().position(|h| h == "unit_id");
+    let err = header.iter().position(|h| h == "error");
+    for r in rows {
+        if let Some(st) = rcsv::status_of(header, r) {
+            let uid = id.and_then(|i| r.get(i)).cloned().unwrap_or_default();
+            let detail = err.and_then(|i| r.get(i)).cloned().unwrap_or_default();
+            summary.add(st, &uid, || "(earlier session)".into(), &detail);
         }
     }
 }
