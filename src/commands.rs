@@ -1,6 +1,5 @@
 //! Text of the small informational commands: `probe`, `solvers` and `list-ops`.
 
-use crate::backend;
 use crate::error::CmdError;
 use crate::op::{Default as D, OpKind, ParamKind};
 use std::fmt::Write as _;
@@ -9,10 +8,7 @@ use std::fmt::Write as _;
 pub fn probe_text(only: Option<&str>) -> (String, bool) {
     let mut s = String::new();
     let mut available = false;
-    for info in backend::probe_all()
-        .into_iter()
-        .filter(|i| only.is_none_or(|o| i.backend == o))
-    {
+    for info in crate::exec::oneoff::probe_all(only) {
         available |= info.available;
         if info.available {
             let _ = writeln!(s, "{}: available", info.backend);
@@ -75,22 +71,29 @@ pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
             ));
         }
     };
-    match backend::open("rocm") {
-        Ok(b) => {
-            let _ = writeln!(
-                s,
-                "\nMIOpen lists for {}:",
-                crate::op::canonical_text(OpKind::Conv2d, &case.values)
-            );
-            for name in b.solvers(&case.problem) {
+    let what = crate::op::canonical_text(OpKind::Conv2d, &case.values);
+    let listed = crate::exec::oneoff::OneOff::start("rocm").and_then(|mut w| {
+        if w.info.available {
+            w.solvers(&case.problem).map(Some)
+        } else {
+            Ok(None)
+        }
+        .map(|l| (l, w.info.missing.clone()))
+    });
+    match listed {
+        Ok((Some(names), _)) => {
+            let _ = writeln!(s, "\nMIOpen lists for {what}:");
+            for name in names {
                 let _ = writeln!(s, "  {name}");
             }
             Ok((s, true))
         }
-        Err(why) => {
+        Ok((None, why)) => {
+            let why = why.unwrap_or_else(|| "the rocm backend cannot run".into());
             let _ = writeln!(s, "\nno ROCm device, so no problem-specific list: {why}");
             Ok((s, false))
         }
+        Err(why) => Err(CmdError::Failure(format!("solvers: {why}"))),
     }
 }
 

@@ -91,6 +91,103 @@ fn a_rocm_run_without_a_gpu_is_refused_before_anything_is_written() {
     assert!(!out.exists(), "no run directory is left behind");
 }
 
+/// The glibc loader's own record (LD_DEBUG=files) of which libraries one process loaded: the
+/// CLI process's goes to its stderr, each worker's to the worker's log.
+fn cli_loads(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(args)
+        .current_dir(dir)
+        .env("LD_DEBUG", "files")
+        .env_remove("ROCM_PATH")
+        .env_remove("ROCSWEEP_ROCM_LIB_DIR")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_cli_process_never_loads_a_vendor_library() {
+    if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let smoke = format!("{}/sweeps/rocm-smoke.toml", env!("CARGO_MANIFEST_DIR"));
+    let auto = tmp.path().join("auto.toml");
+    std::fs::write(
+        &auto,
+        "name = \"auto\"\nop = \"gemm\"\nbackend = \"auto\"\n[axes]\nm = 8\nn = 8\nk = 8\n",
+    )
+    .unwrap();
+    let auto = auto.to_string_lossy().into_owned();
+    let cases: [(&[&str], Option<i32>, &str); 4] = [
+        (
+            &["probe", "--backend", "rocm"],
+            Some(5),
+            "HIP runtime: 5.2.",
+        ),
+        (&["solvers", "c_in=16"], Some(5), "no AMD GPU is present"),
+        (
+            &["run", &smoke, "--out", "rocm-run", "--quiet", "--no-report"],
+            Some(2),
+            "no AMD GPU is present",
+        ),
+        (
+            &[
+                "run",
+                &auto,
+                "--out",
+                "auto-run",
+                "--quiet",
+                "--no-report",
+                "--trials",
+                "1",
+            ],
+            Some(0),
+            "backend auto picked cpu; rocm cannot run: no AMD GPU is present",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let (got, out, err) = cli_loads(args, tmp.path());
+        let loader: Vec<&str> = err.lines().filter(|l| l.contains("file=")).collect();
+        assert!(
+            !loader.is_empty(),
+            "{args:?}: LD_DEBUG shows the CLI's own loads: {err}"
+        );
+        for lib in [
+            "libamdhip64",
+            "libMIOpen",
+            "librocblas",
+            "libhipblaslt",
+            "libcuda",
+            "libnvidia-ml",
+            "librocm_smi",
+        ] {
+            assert!(
+                !loader.iter().any(|l| l.contains(lib)),
+                "{args:?}: the CLI process loaded {lib}: {loader:?}"
+            );
+        }
+        assert_eq!(got, code, "{args:?}: stdout:\n{out}\nstderr:\n{err}");
+        // The worker did load HIP, and said what it found.
+        assert!(
+            out.contains(says) || err.contains(says),
+            "{args:?}: {out}\n{err}"
+        );
+    }
+    assert!(!tmp.path().join("rocm-run").exists(), "nothing written");
+    let manifest = std::fs::read_to_string(tmp.path().join("auto-run/manifest.json")).unwrap();
+    assert!(
+        manifest.contains(
+            "\"picked\": \"backend auto picked cpu; rocm cannot run: no AMD GPU is present"
+        ),
+        "the manifest says what auto picked and why: {manifest}"
+    );
+}
+
 #[test]
 fn a_missing_rocm_lib_dir_is_a_usage_error() {
     let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))

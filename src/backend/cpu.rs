@@ -70,6 +70,7 @@ impl Backend for CpuBackend {
             )],
             device_count: 1,
             versions,
+            ..BackendInfo::default()
         }
     }
 

@@ -41,6 +41,10 @@ pub struct BackendInfo {
     pub device_count: usize,
     /// Library name -> version string.
     pub versions: BTreeMap<String, String>,
+    /// With `backend = "auto"`: what it picked and why (each GPU backend it passed over, with
+    /// the reason); None when the backend was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub picked: Option<String>,
 }
 
 /// Phase notifications from inside a backend (compile and alloc happen there).
@@ -158,44 +162,72 @@ pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", tru
 
 /// Opens a backend by name (`auto` picks the first available GPU backend, else the CPU).
 pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
+    open_explained(name).map(|(b, _)| b).map_err(|i| {
+        i.missing
+            .unwrap_or_else(|| format!("the {name} backend cannot run"))
+    })
+}
+
+/// Opens a backend by name, in the worker. Ok: the backend and, for `auto`, what it picked and
+/// why. Err: what the backend reports about itself when it cannot run (ROCm: the versions and
+/// paths that loaded, and why not), with `missing` set.
+pub fn open_explained(name: &str) -> Result<(Box<dyn Backend>, Option<String>), BackendInfo> {
+    let unavailable = |why: String| BackendInfo {
+        backend: name.to_string(),
+        missing: Some(why),
+        ..BackendInfo::default()
+    };
     match name {
-        "cpu" => Ok(Box::new(cpu::CpuBackend::new())),
-        "cuda" => cuda::CudaBackend::open().map(|b| Box::new(b) as Box<dyn Backend>),
-        "rocm" => rocm::RocmBackend::open().map(|b| Box::new(b) as Box<dyn Backend>),
-        // The first GPU backend that opens, else the CPU.
-        "auto" => Ok(rocm::RocmBackend::open()
-            .map(|b| Box::new(b) as Box<dyn Backend>)
-            .or_else(|_| cuda::CudaBackend::open().map(|b| Box::new(b) as Box<dyn Backend>))
-            .unwrap_or_else(|_| Box::new(cpu::CpuBackend::new()))),
-        other => Err(format!(
+        "cpu" => Ok((Box::new(cpu::CpuBackend::new()), None)),
+        "cuda" => cuda::CudaBackend::open()
+            .map(|b| (Box::new(b) as Box<dyn Backend>, None))
+            .map_err(unavailable),
+        "rocm" => rocm::RocmBackend::open()
+            .map(|b| (Box::new(b) as Box<dyn Backend>, None))
+            .map_err(|why| BackendInfo {
+                missing: Some(why),
+                ..rocm::probe()
+            }),
+        "auto" => Ok(open_auto()),
+        other => Err(unavailable(format!(
             "unknown backend `{other}`, expected one of: auto, cpu, cuda, rocm"
-        )),
+        ))),
     }
 }
 
-/// Checks a backend name before anything is written (the worker opens the backend itself).
-pub fn check_name(name: &str) -> Result<(), String> {
-    open(name).map(|_| ())
+/// `auto`: the first GPU backend that opens (ROCm, then CUDA), else the CPU; the note says
+/// which, and why each one passed over could not run.
+fn open_auto() -> (Box<dyn Backend>, Option<String>) {
+    let mut passed = Vec::new();
+    let gpu: Option<Box<dyn Backend>> = match rocm::RocmBackend::open() {
+        Ok(b) => Some(Box::new(b)),
+        Err(why) => {
+            passed.push(format!("rocm cannot run: {why}"));
+            match cuda::CudaBackend::open() {
+                Ok(b) => Some(Box::new(b)),
+                Err(why) => {
+                    passed.push(format!("cuda cannot run: {why}"));
+                    None
+                }
+            }
+        }
+    };
+    let b = gpu.unwrap_or_else(|| Box::new(cpu::CpuBackend::new()));
+    let mut note = format!("backend auto picked {}", b.name());
+    for p in &passed {
+        note.push_str(&format!("; {p}"));
+    }
+    (b, Some(note))
 }
 
-/// What every backend this build knows reports about itself.
-pub fn probe_all() -> Vec<BackendInfo> {
-    KNOWN
-        .iter()
-        .map(|(name, implemented)| match open(name) {
-            // ROCm reports what loaded even without a device (versions, paths, why not).
-            Err(_) if *name == "rocm" => rocm::probe(),
-            Ok(b) => b.info(),
-            Err(why) => BackendInfo {
-                backend: name.to_string(),
-                available: false,
-                missing: Some(if *implemented {
-                    why
-                } else {
-                    "not implemented in this build".into()
-                }),
-                ..BackendInfo::default()
-            },
-        })
-        .collect()
+/// Checks a backend name before anything is written. Whether it can run here is the first
+/// worker's to say: this process never loads a vendor library.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name == "auto" || KNOWN.iter().any(|(k, _)| *k == name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown backend `{name}`, expected one of: auto, cpu, cuda, rocm"
+        ))
+    }
 }

@@ -5,6 +5,7 @@ pub mod devices;
 pub mod fault;
 pub mod handle;
 pub mod journal;
+pub mod oneoff;
 pub mod plan;
 pub mod pool;
 pub mod progress;

@@ -208,7 +208,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     if opts.dry_run {
         return dry_run(&sweep, &combos, shard);
     }
-    // A dry run needs no backend; a real one needs its libraries before anything is written.
+    // A dry run needs no backend. Whether a real one can run is its first worker's to say
+    // (start_slots), before anything is published: this process never loads a vendor library.
     crate::backend::check_name(&backend_name).map_err(CmdError::BadInput)?;
     let device_sel = opts.devices.clone().or_else(|| {
         old_manifest
@@ -307,6 +308,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         }
     };
 
+    // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
+    // not read CPU numbers unawares); the manifest keeps the same words.
+    if let Some(note) = &info.picked {
+        eprintln!("note: {note}");
+    }
     let counted = plan::count(&sweep, &combos);
     let planned = shard.map_or(counted.units, |s| s.size_of(counted.units));
     let mut man = match old_manifest {
@@ -529,10 +535,18 @@ fn start_slots(
             Arc::clone(interrupts),
         )
     };
-    let did_not_start = |backend: &str, what: &str, why: String| {
-        CmdError::Failure(format!(
-            "the {backend} backend's worker{what} did not start: {why}"
-        ))
+    // A backend that answered and cannot run here is bad input (exit 2, as a missing
+    // library always was); a worker that failed before answering is a failure.
+    let did_not_start = |sup: &Supervisor, backend: &str, what: &str, why: String| {
+        if sup.info.as_ref().is_some_and(|i| !i.available) {
+            CmdError::BadInput(format!(
+                "the {backend} backend cannot run here{what}: {why}"
+            ))
+        } else {
+            CmdError::Failure(format!(
+                "the {backend} backend's worker{what} did not start: {why}"
+            ))
+        }
     };
     let Some(sel) = sel else {
         let mut sup = new_sup(spec.clone());
@@ -540,7 +554,7 @@ fn start_slots(
             Ok(i) => i,
             Err(o) => {
                 sup.shutdown();
-                return Err(did_not_start(&spec.backend, "", o.error));
+                return Err(did_not_start(&sup, &spec.backend, "", o.error));
             }
         };
         let device = info.devices.first().cloned().unwrap_or_default();
@@ -557,7 +571,7 @@ fn start_slots(
     });
     let seen = probe.start(first);
     probe.shutdown();
-    let seen = seen.map_err(|o| did_not_start(&spec.backend, "", o.error))?;
+    let seen = seen.map_err(|o| did_not_start(&probe, &spec.backend, "", o.error))?;
     let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
     let count = if seen.device_count > 0 {
         seen.device_count
@@ -586,7 +600,7 @@ fn start_slots(
                     s.sup.shutdown();
                 }
                 let what = format!(" for device {}", d.index);
-                return Err(did_not_start(&seen.backend, &what, o.error));
+                return Err(did_not_start(&sup, &seen.backend, &what, o.error));
             }
         };
         let device = i.devices.first().cloned().unwrap_or_default();
@@ -598,8 +612,10 @@ fn start_slots(
             device,
         });
     }
+    let picked = seen.picked.clone();
     let mut info = info.unwrap_or(seen);
     info.devices = names;
+    info.picked = picked;
     Ok((slots, info, defs.iter().map(|d| d.index).collect()))
 }
 

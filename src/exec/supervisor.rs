@@ -95,6 +95,7 @@ impl Supervisor {
                 )
             })?;
             self.current = Some((key, w));
+            self.info = None;
             let ready =
                 self.await_event("init", &mut |_| {}, |e| matches!(e, Event::Ready { .. }))?;
             if let Event::Ready { protocol, info, .. } = ready {
@@ -106,15 +107,14 @@ impl Supervisor {
                         format!("worker speaks protocol {protocol}, supervisor {PROTOCOL_VERSION}"),
                     ));
                 }
-                if !info.available {
-                    self.discard();
-                    return Err(Outcome::failed(
-                        Status::Error,
-                        "init",
-                        info.missing.clone().unwrap_or_default(),
-                    ));
-                }
+                let available = info.available;
+                let missing = info.missing.clone().unwrap_or_default();
+                // Kept either way: what a backend that cannot run found is what `probe` shows.
                 self.info = Some(*info);
+                if !available {
+                    self.discard();
+                    return Err(Outcome::failed(Status::Error, "init", missing));
+                }
             }
         }
         match self.current.as_mut() {
@@ -213,6 +213,19 @@ impl Supervisor {
     pub fn start(&mut self, env: Env) -> Result<BackendInfo, Outcome> {
         self.worker(env)?;
         Ok(self.info.clone().unwrap_or_default())
+    }
+
+    /// Like `start`, but a backend that answered and cannot run here is an answer too: Ok with
+    /// `available == false` and why. Err only when the worker itself failed (did not start,
+    /// crashed or hung before it answered).
+    pub fn handshake(&mut self, env: Env) -> Result<BackendInfo, Outcome> {
+        match self.worker(env) {
+            Ok(_) => Ok(self.info.clone().unwrap_or_default()),
+            Err(o) => match self.info.clone() {
+                Some(i) if !i.available => Ok(i),
+                _ => Err(o),
+            },
+        }
     }
 
     pub fn run_unit(

@@ -155,21 +155,20 @@ pub fn main(backend_name: &str) -> i32 {
         send(&out, &Event::Fatal { message: msg });
         return 2;
     }
-    let mut backend = match backend::open(backend_name) {
-        Ok(b) => b,
-        Err(why) => {
-            let info = backend::BackendInfo {
-                backend: backend_name.into(),
-                missing: Some(why),
-                ..Default::default()
-            };
+    let mut backend = match backend::open_explained(backend_name) {
+        Ok((b, picked)) => {
+            if !ready(&out, backend::BackendInfo { picked, ..b.info() }) {
+                return 1;
+            }
+            b
+        }
+        Err(info) => {
+            // What the backend found, and why it cannot run: the supervisor (or `probe`)
+            // reports it; this worker is done.
             ready(&out, info);
             return 1;
         }
     };
-    if !ready(&out, backend.info()) {
-        return 1;
-    }
 
     let mut cache = ReferenceCache::default();
     let stdin = std::io::stdin();

@@ -242,6 +242,7 @@ fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
         // Counted under CUDA_VISIBLE_DEVICES, as the devices `--devices` picks from are.
         device_count: CudaContext::device_count().map_or(0, |n| n.max(0) as usize),
         versions,
+        ..BackendInfo::default()
     }
 }
 
