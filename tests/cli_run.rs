@@ -216,3 +216,57 @@ fn list_ops_and_probe_describe_the_build() {
     assert!(s.contains("cpu: available"), "{s}");
     assert!(s.contains("rocm: unavailable"), "{s}");
 }
+
+#[test]
+fn each_row_names_the_device_its_own_env_combination_saw() {
+    // RAYON_NUM_THREADS changes what the CPU backend is: the =2 rows ran on 2 threads.
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("threads.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"threads\"\nop = \"gemm\"\nbackend = \"cpu\"\n[axes]\nm = 16\nn = 16\nk = 16\n\
+         [env_axes]\nRAYON_NUM_THREADS = [\"1\", \"2\"]\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .arg("run")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--trials", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (h, rows) = read_csv(&out.join("results.csv"));
+    let (env, device) = (col(&h, "env"), col(&h, "device"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let n = r[env].trim_start_matches("RAYON_NUM_THREADS=");
+        assert!(
+            r[device].ends_with(&format!("({n} threads)")),
+            "{} ran on {}",
+            r[env],
+            r[device]
+        );
+    }
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let by_env = &m["env_devices"];
+    assert!(
+        by_env["RAYON_NUM_THREADS=2"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("(2 threads)")),
+        "{by_env}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("(1 threads), ") && html.contains("(2 threads)"),
+        "the report names both"
+    );
+}

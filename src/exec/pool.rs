@@ -24,7 +24,7 @@ use crate::results::csv::{self as rcsv, ResultsWriter, UnitKey};
 use crate::results::status::Status;
 use crate::results::summary::Summary;
 use crate::spec::expand::EnvCombo;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -49,6 +49,8 @@ pub struct Shared {
     pub unfinished: HashMap<String, String>,
     /// Ok trials of units that have no row yet: (trial, outcome).
     pub trials: HashMap<String, Vec<(u32, Outcome)>>,
+    /// The device each env combination's worker reported (env key -> device).
+    pub env_devices: BTreeMap<String, String>,
 }
 
 /// The run's fixed facts, read by every slot.
@@ -431,12 +433,26 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     fn write(&self, sh: &mut Shared, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
         let earlier = sh.trials.remove(u.id).unwrap_or_default();
         let out = super::trials::combine(earlier, u.trial, out, self.p.trials);
+        // The device as this unit's own worker reported it (an env variable can change it);
+        // a unit that never reached a worker takes what its env combination's worker said.
+        let reported = self.slot.sup.info.as_ref().and_then(|i| i.devices.first());
+        let device = match reported {
+            Some(d) if out.status != Status::Skipped => {
+                sh.env_devices.insert(u.env_key.to_string(), d.clone());
+                d.clone()
+            }
+            _ => sh
+                .env_devices
+                .get(u.env_key)
+                .unwrap_or(&self.slot.device)
+                .clone(),
+        };
         let key = UnitKey {
             unit_id: u.id,
             case: u.case,
             solver: u.solver,
             backend: self.p.backend,
-            device: &self.slot.device,
+            device: &device,
             device_index: &self.slot.label,
             env: u.env_key,
         };

@@ -344,6 +344,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             shard: shard_record.clone(),
             devices: device_indices.clone(),
             merge: None,
+            env_devices: Default::default(),
         },
     };
     if resuming {
@@ -417,6 +418,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         done: in_csv,
         unfinished: state.unfinished,
         trials: state.trials,
+        env_devices: man.env_devices.clone(),
     });
     let params = pool::Params {
         combos: &combos,
@@ -445,8 +447,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         mut csv,
         summary,
         progress,
+        env_devices,
         ..
     } = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    man.env_devices = env_devices;
     progress.finish();
     csv.sync().map_err(|e| io("syncing results.csv", e))?;
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());

@@ -401,6 +401,10 @@ impl Runner<'_, '_> {
             .slots
             .first()
             .map_or(("", ""), |s| (s.device.as_str(), s.label.as_str()));
+        let mut sh = lock(self.shared);
+        // What this env combination's worker reported, where one ran.
+        let reported = sh.env_devices.get(env_key).cloned();
+        let device = reported.as_deref().unwrap_or(device);
         let key = UnitKey {
             unit_id: id,
             case,
@@ -411,7 +415,6 @@ impl Runner<'_, '_> {
             env: env_key,
         };
         let row = rcsv::record(&key, &out);
-        let mut sh = lock(self.shared);
         sh.journal.finished(id, out.status, &row)?;
         sh.csv.append(&row)?;
         sh.done.insert(id.to_string());

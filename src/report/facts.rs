@@ -226,16 +226,23 @@ impl<'a> Facts<'a> {
             .map_or("", String::as_str)
     }
 
+    /// The devices the rows ran on (each row's device is what its own worker reported, so an
+    /// env variable that changes the device shows here), else what the manifest recorded.
     pub fn device(&self) -> String {
-        let devices = &self.run.manifest.backend.devices;
-        if !devices.is_empty() {
-            return devices.join(", ");
+        let from_rows: BTreeSet<&str> = self
+            .rows()
+            .iter()
+            .map(|r| r.device.as_str())
+            .filter(|d| !d.is_empty())
+            .collect();
+        if !from_rows.is_empty() {
+            return from_rows.into_iter().collect::<Vec<_>>().join(", ");
         }
-        let from_rows: BTreeSet<&str> = self.rows().iter().map(|r| r.device.as_str()).collect();
-        if from_rows.is_empty() {
+        let devices = &self.run.manifest.backend.devices;
+        if devices.is_empty() {
             "(no device recorded)".to_string()
         } else {
-            from_rows.into_iter().collect::<Vec<_>>().join(", ")
+            devices.join(", ")
         }
     }
 

@@ -46,6 +46,11 @@ pub struct Manifest {
     /// Set when this directory was made by `rocsweep merge` from shard run directories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeInfo>,
+    /// The device each env combination's worker reported (env key -> device), which an env
+    /// variable can change (RAYON_NUM_THREADS, HIP_VISIBLE_DEVICES, HSA_OVERRIDE_GFX_VERSION);
+    /// `backend.devices` is what the first worker reported.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_devices: BTreeMap<String, String>,
 }
 
 /// What `rocsweep merge` joined, and what it found missing (with `--allow-missing`).

@@ -414,6 +414,10 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
         }
     }
     man.backend.devices = devices;
+    man.env_devices = sorted
+        .iter()
+        .flat_map(|i| i.manifest.env_devices.clone())
+        .collect();
     man.units_planned = entries.len() as u64;
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for (_, _, _, r) in &merged {

@@ -317,7 +317,16 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
     let mut env = Vec::new();
     if let Some(t) = root.get("env") {
         for (key, val) in cx.table(t, "env")?.iter() {
-            env.push((cx.env_name(key)?, cx.env_value(val, key.get_ref())?));
+            let name = cx.env_name(key)?;
+            if matches!(val.get_ref(), DeValue::Array(_)) {
+                return Err(cx.err(
+                    val.span(),
+                    format!(
+                        "env value of `{name}` must be a string, found an array: values to try go under [env_axes] (`{name} = [\"1\", \"2\"]` there)"
+                    ),
+                ));
+            }
+            env.push((name, cx.env_value(val, key.get_ref())?));
         }
     }
     let mut env_axes = Vec::new();
