@@ -682,3 +682,62 @@ fn no_worker_outlives_its_supervisor_whatever_the_signal() {
         );
     }
 }
+
+/// Seconds shown after `prefix` in a terminal capture, each time the line was drawn.
+fn seconds_after(capture: &str, prefix: &str) -> Vec<u64> {
+    capture
+        .match_indices(prefix)
+        .filter_map(|(i, _)| {
+            let rest = &capture[i + prefix.len()..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            rest[digits.len()..]
+                .starts_with("s (limit 4 s)")
+                .then(|| digits.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
+#[test]
+fn the_terminal_shows_the_running_unit_its_phase_and_its_seconds_while_it_hangs() {
+    // A real terminal (a pty made by util-linux `script`): the progress bar and, under it, the
+    // running unit with its phase and the seconds spent in it, redrawn every second.
+    let present = Command::new("script").arg("--version").output().is_ok();
+    if !present {
+        assert!(
+            std::env::var("CI").is_err(),
+            "util-linux `script` is missing, but CI has it"
+        );
+        eprintln!("skipped: no `script` (util-linux) to make a terminal");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "[limits]\nrun = 4\n");
+    let out = tmp.path().join("run");
+    let capture = tmp.path().join("typescript");
+    let cmd = format!(
+        "{} run --trials 1 --no-report {} --out {}",
+        env!("CARGO_BIN_EXE_rocsweep"),
+        s.display(),
+        out.display()
+    );
+    let o = Command::new("script")
+        .args(["-q", "-f", "-e", "-c", &cmd])
+        .arg(&capture)
+        .env("ROCSWEEP_TEST_FAULT", "bytes=256:hang@run")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&std::fs::read(&capture).unwrap()).into_owned();
+    let hanging = "bytes=256 solver=default: run ";
+    let shown = seconds_after(&text, hanging);
+    assert!(
+        shown.iter().any(|s| *s >= 1),
+        "the hanging unit's line ticks (seconds seen: {shown:?}): {text}"
+    );
+    // The count moved past the units done before the hang while it hung, and the hang was
+    // counted as it happened.
+    assert!(text.contains(" 2/5 ["), "{text}");
+    assert!(text.contains("1 hang"), "{text}");
+    assert_eq!(Rows::read(&out).by("bytes", "256")["status"], "hang");
+}

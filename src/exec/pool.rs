@@ -384,8 +384,22 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             sh.journal.started(u.id)?;
         }
         let shared = self.shared;
+        let limits = &self.p.policies.limits;
+        let slot = self.slot.label.as_str();
+        {
+            let first = if self.slot.sup.is_warm(u.env) {
+                "alloc"
+            } else {
+                "init"
+            };
+            let what = describe_unit(u.case, u.solver, u.env_key);
+            let limit = limits.for_phase(first);
+            lock(shared).progress.unit_started(slot, what, first, limit);
+        }
         let mut on_phase = |p: &str| {
-            let _ = lock(shared).journal.phase(u.id, p);
+            let mut sh = lock(shared);
+            let _ = sh.journal.phase(u.id, p);
+            sh.progress.phase(slot, p, limits.for_phase(p));
         };
         let out = self.slot.sup.run_unit(
             u.id,

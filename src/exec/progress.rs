@@ -1,33 +1,53 @@
-//! Progress: a bar with done/total, ETA and failure counts on a terminal; plain lines otherwise.
+//! Progress: on a terminal, a bar with done/total, ETA and failure counts, and under it one
+//! line per running unit (op and key parameters, its phase, seconds in the phase against the
+//! phase's limit), redrawn every second, so a hanging unit is seen hanging; plain lines (one per
+//! finished unit) otherwise.
 
 use crate::results::status::Status;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::collections::BTreeMap;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
+use std::time::Duration;
+
+const TICK: Duration = Duration::from_secs(1);
 
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// The bar and the running lines, drawn together.
+    multi: Option<MultiProgress>,
+    /// The running unit's line per device slot (`""` without `--devices`).
+    running: HashMap<String, Running>,
     total: u64,
     done: u64,
     counts: BTreeMap<Status, u64>,
     plain: bool,
 }
 
+struct Running {
+    line: ProgressBar,
+    what: String,
+}
+
 impl Progress {
     /// `quiet` turns off both the bar and the plain lines.
     pub fn new(total: u64, quiet: bool) -> Progress {
         let terminal = std::io::stdout().is_terminal();
-        let bar = (terminal && !quiet).then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stdout());
+        let multi = (terminal && !quiet)
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stdout()));
+        let bar = multi.as_ref().map(|m| {
+            let bar = m.add(ProgressBar::new(total));
             let style = ProgressStyle::with_template(
                 "{bar:30} {pos}/{len} [{elapsed_precise} eta {eta}] {msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
+            bar.enable_steady_tick(TICK);
             bar
         });
         Progress {
             bar,
+            multi,
+            running: HashMap::new(),
             total,
             done: 0,
             counts: BTreeMap::new(),
@@ -63,6 +83,45 @@ impl Progress {
         }
     }
 
+    /// A unit started on `slot`: its line shows `what` and the phase.
+    pub fn unit_started(&mut self, slot: &str, what: String, phase: &str, limit_s: f64) {
+        let Some(multi) = &self.multi else {
+            return;
+        };
+        let running = self.running.entry(slot.to_string()).or_insert_with(|| {
+            let line = multi.add(ProgressBar::new_spinner());
+            let style =
+                ProgressStyle::with_template("  {spinner} {msg} {elapsed} (limit {prefix})")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            line.set_style(style);
+            line.enable_steady_tick(TICK);
+            Running {
+                line,
+                what: String::new(),
+            }
+        });
+        running.what = if slot.is_empty() {
+            what
+        } else {
+            format!("device {slot}: {what}")
+        };
+        Self::show_phase(running, phase, limit_s);
+    }
+
+    /// The running unit on `slot` entered `phase`: its clock restarts.
+    pub fn phase(&mut self, slot: &str, phase: &str, limit_s: f64) {
+        if let Some(r) = self.running.get_mut(slot) {
+            Self::show_phase(r, phase, limit_s);
+        }
+    }
+
+    fn show_phase(r: &mut Running, phase: &str, limit_s: f64) {
+        r.line.set_prefix(format!("{limit_s} s"));
+        r.line.set_message(format!("{}: {phase}", r.what));
+        r.line.reset_elapsed();
+        r.line.tick();
+    }
+
     /// One trial of a unit that runs more (`[timing] trials`): the bar moves, nothing is
     /// counted or printed.
     pub fn trial_done(&mut self) {
@@ -96,6 +155,9 @@ impl Progress {
     }
 
     pub fn finish(&self) {
+        for r in self.running.values() {
+            r.line.finish_and_clear();
+        }
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -123,6 +123,13 @@ impl Supervisor {
         }
     }
 
+    /// Whether a unit for `env` would go to a running worker (else one starts, in `init`).
+    pub fn is_warm(&self, env: Env) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|(k, _)| *k == (env.index, env.trial))
+    }
+
     /// Kills the current worker (after a fault or when it cannot be trusted).
     fn discard(&mut self) {
         if let Some((_, mut w)) = self.current.take() {
