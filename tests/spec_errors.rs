@@ -186,6 +186,11 @@ fn override_bad_value_points_at_the_item() {
     override_error("layout=nchw, nchwc", 14, "unknown layout `nchwc`");
     override_error("c_in=16,0", 9, "`c_in` must be at least 1, found 0");
     override_error("c_in=16,,32", 9, "empty value in the list for `c_in`");
+    override_error(
+        "c_in=16,99999999999999999999",
+        9,
+        "integer `99999999999999999999` overflows a 64-bit signed integer",
+    );
 }
 
 #[test]
@@ -315,6 +320,39 @@ fn binary_reports_a_missing_sweep_file() {
     let missing = tmp.path().join("no-such-sweep.toml");
     let shown = missing.display().to_string();
     run_fails(&missing, &[], &[&shown, "cannot read sweep file"]);
+}
+
+#[test]
+fn binary_refuses_a_fifo_a_directory_and_a_huge_file_as_sweeps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("fifo.toml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    // Nobody ever writes to the FIFO: opening it to read would block forever.
+    run_fails(&fifo, &[], &["fifo.toml", "not a regular file"]);
+    run_fails(tmp.path(), &[], &["not a regular file"]);
+    let huge = tmp.path().join("huge.toml");
+    let mut text = VALID.to_string();
+    text.push('#');
+    text.push_str(&"x".repeat(5 << 20));
+    std::fs::write(&huge, text).unwrap();
+    run_fails(&huge, &[], &["huge.toml", "more than the limit of 4194304"]);
+}
+
+#[test]
+fn binary_says_each_error_once() {
+    let path = fixture("11_unknown_dtype.toml");
+    let o = rocsweep(&["run", path.to_str().unwrap(), "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.matches("unknown dtype `f42`").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("\u{256d}"),
+        "with the source excerpt: {stderr}"
+    );
+    let missing = rocsweep(&["run", "no-such-sweep.toml", "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(stderr.lines().count(), 1, "no empty source box: {stderr}");
 }
 
 #[test]

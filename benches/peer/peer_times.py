@@ -48,7 +48,8 @@ tf32, operands uniform in [-1, 1) as rocsweep's (src/op/inputs.rs), and are time
     applied to that unit's call_median_ms), where it differs from PyTorch's K;
   - rep_*: rocsweep's call made from Python (ctypes on the cuBLASLt library PyTorch loaded):
     the descriptors, 64 MiB heuristic workspace and first heuristic algorithm of
-    src/backend/cuda/gemm.rs, one cublasLtMatmul per call with no per-call host work.
+    src/backend/cuda/gemm.rs, one cublasLtMatmul per call with no per-call host work, timed
+    with PyTorch's K (so that it and PyTorch differ only in the call).
     rep_chosen names that algorithm as rocsweep's `chosen` column does (id, tile, stages,
     split-K); rep_kernels are the kernels it ran (torch.profiler), to set beside PyTorch's
     kernels and rocsweep's `chosen`; rep_err is its largest difference from torch.matmul.
@@ -610,7 +611,7 @@ def main():
             try:
                 rep, chosen, keep = replica(r, ops)
                 mirror.prime(rep)
-                rk = probe_k(rep)[1]
+                rk = k  # PyTorch's K: the replica and PyTorch then differ only in the call
                 ref = torch.empty_like(ops[2])
                 torch.matmul(ops[0], ops[1], out=ref)
                 rep()
@@ -622,7 +623,7 @@ def main():
             except Exception as e:  # the table does without the replica, never without PyTorch
                 print(pass_name, "replica failed", key, type(e).__name__, e, flush=True)
         print(pass_name, "probe", key, f"device {probe:.6f} ms/call, K {k}",
-              f"(rocsweep lt#0 K {s.get('kr')}, replica K {s.get('rep_k')}, {s['x'].get('rep_chosen')}, "
+              f"(rocsweep lt#0 K {s.get('kr')}, {s['x'].get('rep_chosen')}, "
               f"rel err {s['x'].get('rep_err')})" if lt else "", flush=True)
         shapes.append(s)
     # The trials: passes over every shape, each unit as rocsweep's.

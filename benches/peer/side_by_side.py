@@ -1,24 +1,35 @@
 #!/usr/bin/env python3
 """rocsweep's best unit per shape next to PyTorch's pick, both launch-free (the headline) and per
-call (launch included), as a Markdown table with the summary a reader needs.
+call (launch included), then the same-algorithm check, as Markdown with the summary a reader
+needs.
 
 usage: side_by_side.py RUN_DIR TORCH.csv [RUN_DIR_2] > table.md
 
 RUN_DIR_2 (optional) is a second run of the same sweep in the same device command: the table
-then says how far the best time per shape moved between the two runs.
+then says how far the best time per shape (and lt#0's time) moved between the two runs.
 
 "PyTorch's pick" is PyTorch with its defaults (torch_ms: cuDNN benchmark mode for conv, matmul
-on PyTorch's default BLAS library for GEMM). The fidelity check (same algorithm) compares
-rocsweep's lt#0 with PyTorch's matmul on cuBLASLt with rocsweep's workspace (torch_lt_ms, see
-peer_times.py); where a TORCH.csv has no torch_lt_ms it falls back to torch_ms and says so.
+on PyTorch's default BLAS library for GEMM), timed with rocsweep's protocol (peer_times.py).
+The fidelity check (same algorithm) compares rocsweep's lt#0 with PyTorch's matmul on cuBLASLt
+with rocsweep's workspace (torch_lt_ms), and shows beside it PyTorch on cuBLASLt with rocsweep's
+K (torch_lt_kr_ms), rocsweep's own cublasLtMatmul call made from Python and timed by
+peer_times.py (rep_ms), and the earlier protocol (torch_lt_old_ms); where a TORCH.csv has no
+torch_lt_ms it falls back to torch_ms and says so. Older TORCH.csv files (without the new
+columns) still read.
 """
 import csv
 import math
+import statistics
 import sys
 
 from peer_times import KEYS
 
 TARGET = 0.98
+FIDELITY = 0.03
+
+
+def key_of(r):
+    return ";".join(f"{c}={r[c]}" for c in KEYS[r["op"]])
 
 
 def best_per_shape(run_dir):
@@ -26,7 +37,7 @@ def best_per_shape(run_dir):
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["status"] != "ok" or not r["median_ms"]:
             continue
-        key = ";".join(f"{c}={r[c]}" for c in KEYS[r["op"]])
+        key = key_of(r)
         t, c = float(r["median_ms"]), float(r["call_median_ms"] or "nan")
         if key not in out or t < out[key][0]:
             out[key] = (t, c, r["solver"])
@@ -40,9 +51,16 @@ def first_heuristic(run_dir):
     out = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and r["status"] == "ok" and r["solver"].startswith("lt#0-") and r["median_ms"]:
-            out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = (float(r["median_ms"]), r["solver"],
-                                                                  r.get("clock_mhz", ""))
+            out[key_of(r)] = r
     return out
+
+
+def spread(text):
+    """(max - min) / median of a `;`-separated list of times, or None."""
+    xs = [float(x) for x in (text or "").split(";") if x]
+    if len(xs) < 2:
+        return None
+    return (max(xs) - min(xs)) / statistics.median(xs)
 
 
 def summary(name, ratios):
@@ -55,14 +73,37 @@ def summary(name, ratios):
             f"geometric mean {geo:.3f}")
 
 
+def within(name, ratios):
+    """The fidelity summary of PyTorch / rocsweep ratios: how many within 3%, the worst."""
+    rs = [x for x in ratios if x is not None]
+    if not rs:
+        return f"- {name}: no shapes"
+    worst = max(rs, key=lambda x: abs(x - 1))
+    hit = sum(abs(x - 1) <= FIDELITY for x in rs)
+    return f"- {name}: within 3% on {hit} of {len(rs)} shapes; worst {worst:.3f}; range {min(rs):.3f} to {max(rs):.3f}"
+
+
+def fnum(tr, col):
+    v = tr.get(col)
+    try:
+        return float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def short_of(key):
+    return ";".join(p for p in key.split(";") if p.split("=")[0] in ("m", "n", "k", "dtype"))
+
+
 def main():
     ours = best_per_shape(sys.argv[1])
     torch_rows = {r["key"]: r for r in csv.DictReader(open(sys.argv[2]))}
-    again = best_per_shape(sys.argv[3]) if len(sys.argv) > 3 else {}
+    again_dir = sys.argv[3] if len(sys.argv) > 3 else None
+    again = best_per_shape(again_dir) if again_dir else {}
     print("| op | shape | rocsweep best (solver) | device ms | PyTorch's pick device ms | ratio | "
           "rocsweep per call ms | PyTorch's pick per call ms | per-call ratio |" + (" run 2 / run 1 |" if again else ""))
     print("|---|---|---|---|---|---|---|---|---|" + ("---|" if again else ""))
-    dev, call, idle, moved = {}, {}, {}, []
+    dev, call, idle, old, moved = {}, {}, {}, {}, []
     for key, (t, c, solver) in sorted(ours.items()):
         tr = torch_rows.get(key)
         if tr is None:
@@ -72,8 +113,10 @@ def main():
         rd, rc = td / t, tc / c
         dev.setdefault(op, []).append(rd)
         call.setdefault(op, []).append(rc)
-        if tr.get("torch_idle_ms"):
-            idle.setdefault(op, []).append(float(tr["torch_idle_ms"]) / t)
+        if fnum(tr, "torch_idle_ms"):
+            idle.setdefault(op, []).append(fnum(tr, "torch_idle_ms") / t)
+        if fnum(tr, "torch_old_ms"):
+            old.setdefault(op, []).append(fnum(tr, "torch_old_ms") / t)
         extra = ""
         if key in again:
             m = again[key][0] / t
@@ -85,70 +128,137 @@ def main():
     for op in sorted(dev):
         print(summary(f"{op}, launch-free (both sides), against PyTorch's pick", dev[op]))
         print(summary(f"{op}, per call (both sides, launch included), against PyTorch's pick", call[op]))
+        if old.get(op):
+            print(summary(f"{op}, launch-free, against PyTorch's pick timed with the earlier protocol "
+                          "(K from its per-call time, 20 replays back to back)", old[op]))
         if idle.get(op):
             print(summary(f"{op}, launch-free, against PyTorch's pick timed from an idle stream "
-                          "(the earlier protocol: graph launch latency included)", idle[op]))
+                          "(graph launch latency included)", idle[op]))
+    if moved:
+        worst = max(abs(m - 1) for m in moved)
+        hit = sum(abs(m - 1) <= FIDELITY for m in moved)
+        print(f"- run to run (run 2 / run 1, best time per shape): within 3% on {hit} of {len(moved)} shapes; "
+              f"largest move {worst * 100:.1f}%")
     blas = sorted({r["torch_blas"] for r in torch_rows.values() if r.get("torch_blas")})
     if blas:
         print()
         print(f"PyTorch's pick for GEMM: torch.matmul with PyTorch's defaults (preferred BLAS library {', '.join(blas)}).")
     fid = first_heuristic(sys.argv[1])
-    pairs = []
-    for k, (t, solver, clock) in sorted(fid.items()):
-        tr = torch_rows.get(k)
-        if tr is None:
-            continue
-        lt = float(tr["torch_lt_ms"]) if tr.get("torch_lt_ms") else None
-        pairs.append((k, t, solver, clock, lt, float(tr["torch_ms"]), tr))
-    if pairs:
-        have_lt = all(p[4] is not None for p in pairs)
-        lt_blas = sorted({p[6].get("torch_lt_blas") for p in pairs if p[6].get("torch_lt_blas")})
-        print()
-        if have_lt:
-            print("Fidelity (same algorithm): cuBLASLt's first heuristic algorithm timed by rocsweep (`lt#0`), "
-                  "launch-free, against PyTorch's matmul on cuBLASLt (which runs the heuristic's first "
-                  f"algorithm; {', '.join(lt_blas)}), timed launch-free the same way (CUDA graph, the timed "
-                  "replay queued behind a warm one). PyTorch's default pick is shown beside it; busy is the "
-                  "device time of PyTorch's kernels (and memsets) per call in one graph replay "
-                  "(torch.profiler), without the gaps between them.")
-        else:
-            print("Fidelity (same algorithm): cuBLASLt's first heuristic algorithm timed by rocsweep (`lt#0`), "
-                  "launch-free, against PyTorch's matmul with its defaults (TORCH.csv has no cuBLASLt pass), "
-                  "timed launch-free (CUDA graph):")
-        print()
-        print("| shape | rocsweep lt#0 ms (solver) | PyTorch cuBLASLt ms | cuBLASLt / rocsweep | "
-              "PyTorch cuBLASLt busy ms | PyTorch default ms | default / rocsweep | "
-              "same kernels (cuBLASLt pass, default pass) | SM MHz (rocsweep, PyTorch cuBLASLt) |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        off = []
-        for k, t, solver, clock, lt, td, tr in pairs:
-            short = ";".join(p for p in k.split(";") if p.split("=")[0] in ("m", "n", "k", "dtype"))
-            ka, kb = tr.get("torch_kernels", ""), tr.get("torch_lt_kernels", "")
-            same = "?" if not ka or not kb or ka.startswith("?") or kb.startswith("?") else ("yes" if ka == kb else "no")
-            lts = f"{lt:.4f} | {lt / t:.3f}" if lt is not None else "- | -"
-            busy = f"{float(tr['torch_lt_busy_us']) / 1000:.4f}" if tr.get("torch_lt_busy_us") else "-"
-            clocks = f"{clock or '?'}, {tr.get('torch_lt_clock_mhz') or '?'}"
-            print(f"| {short} | {t:.4f} ({solver}) | {lts} | {busy} | {td:.4f} | {td / t:.3f} | {same} | {clocks} |")
-            ref = lt if have_lt else td
-            if abs(ref / t - 1) > 0.03:
-                off.append((short, ref / t, kb if have_lt else ka))
-        print()
-        ref_name = "PyTorch on cuBLASLt" if have_lt else "PyTorch's default"
-        within = len(pairs) - len(off)
-        print(f"- within 3% ({ref_name} / rocsweep lt#0): {within} of {len(pairs)} shapes")
-        if have_lt:
-            d_within = sum(abs(p[5] / p[1] - 1) <= 0.03 for p in pairs)
-            print(f"- for comparison, PyTorch's default pick / rocsweep lt#0 within 3%: {d_within} of {len(pairs)} shapes")
-            idle_lt = [float(p[6]["torch_lt_idle_ms"]) / p[1] for p in pairs if p[6].get("torch_lt_idle_ms")]
-            if len(idle_lt) == len(pairs):
-                print(f"- for comparison, PyTorch on cuBLASLt timed from an idle stream (the earlier protocol) / "
-                      f"rocsweep lt#0 within 3%: {sum(abs(x - 1) <= 0.03 for x in idle_lt)} of {len(pairs)} shapes")
-        for short, ratio, kern in off:
-            print(f"- outside 3%: {short}: {ratio:.3f}; PyTorch ran {kern or '?'}")
-    if moved:
-        worst = max(abs(m - 1) for m in moved)
-        within = sum(abs(m - 1) <= 0.03 for m in moved)
-        print(f"- run to run: best time per shape within 3% on {within} of {len(moved)} shapes; largest move {worst * 100:.1f}%")
+    fid2 = first_heuristic(again_dir) if again_dir else {}
+    pairs = [(k, r, torch_rows[k]) for k, r in sorted(fid.items()) if k in torch_rows]
+    if not pairs:
+        return
+    have_lt = all(fnum(tr, "torch_lt_ms") is not None for _, _, tr in pairs)
+    lt_blas = sorted({tr.get("torch_lt_blas") for _, _, tr in pairs if tr.get("torch_lt_blas")})
+    print()
+    if have_lt:
+        print("Fidelity (same algorithm): cuBLASLt's first heuristic algorithm timed by rocsweep (`lt#0`, its "
+              "median trial), against PyTorch's matmul on cuBLASLt (which runs the heuristic's first algorithm; "
+              f"{', '.join(lt_blas)}), timed with rocsweep's protocol (peer_times.py: K by rocsweep's rule from "
+              "the launch-free time, rocsweep's warm-up and samples per unit, trials as passes). Beside it: "
+              "PyTorch on cuBLASLt with rocsweep's K for the unit (`kr`, where it differs), rocsweep's own "
+              "cublasLtMatmul call made from Python and timed the same way (`replica`), and PyTorch on cuBLASLt "
+              "timed with the earlier protocol (`old`). Kernels: `rocsweep = replica` compares rocsweep's "
+              "`chosen` (algo id, tile, stages, split-K) with the replica's first heuristic algorithm; "
+              "`replica = PyTorch` compares the kernels the two ran, by name (torch.profiler); `lt = default` "
+              "PyTorch's cuBLASLt and default passes. SM MHz: NVML, the lower of before and after the samples, "
+              "on both sides.")
+    else:
+        print("Fidelity (same algorithm): cuBLASLt's first heuristic algorithm timed by rocsweep (`lt#0`), "
+              "launch-free, against PyTorch's matmul with its defaults (TORCH.csv has no cuBLASLt pass), "
+              "timed launch-free (CUDA graph):")
+    print()
+    print("| shape | rocsweep lt#0 ms (trial spread) | PyTorch cuBLASLt ms (K) | ratio | kr ms (K) | kr ratio | "
+          "replica ms | replica ratio | old ratio | rocsweep = replica | replica = PyTorch | lt = default | "
+          "SM MHz (rocsweep, PyTorch, replica) | ratio at equal clocks |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios, kr_ratios, rep_ratios, old_ratios, eq_ratios, best_of = [], [], [], [], [], []
+    chosen_same = kern_same = lt_def_same = 0
+    off = []
+    rocs_spread, torch_spread, moved_lt = [], [], []
+    for k, r, tr in pairs:
+        t = float(r["median_ms"])
+        lt = fnum(tr, "torch_lt_ms") if have_lt else float(tr["torch_ms"])
+        ratio = lt / t
+        ratios.append(ratio)
+        kr = fnum(tr, "torch_lt_kr_ms")
+        krk = tr.get("torch_lt_kr") or ""
+        kr_ratio = (kr / t) if kr is not None else None
+        rep = fnum(tr, "rep_ms")
+        rep_ratio = (rep / t) if rep is not None else None
+        oldv = fnum(tr, "torch_lt_old_ms")
+        old_ratio = (oldv / t) if oldv is not None else None
+        kr_ratios.append(kr_ratio if kr_ratio is not None else ratio)
+        rep_ratios.append(rep_ratio)
+        old_ratios.append(old_ratio)
+        best_of.append(min((x for x in (ratio, kr_ratio) if x is not None), key=lambda x: abs(x - 1)))
+        ch = r.get("chosen", "")
+        rc = tr.get("rep_chosen", "")
+        c_same = "?" if not ch or not rc else ("yes" if ch == rc else f"no ({ch} / {rc})")
+        chosen_same += c_same == "yes"
+        ka, kb, kc = tr.get("torch_kernels", ""), tr.get("torch_lt_kernels", ""), tr.get("rep_kernels", "")
+        bad = lambda s: not s or s.startswith("?")
+        k_same = "?" if bad(kb) or bad(kc) else ("yes" if kb == kc else "no")
+        kern_same += k_same == "yes"
+        d_same = "?" if bad(ka) or bad(kb) else ("yes" if ka == kb else "no")
+        lt_def_same += d_same == "yes"
+        clk_r, clk_t, clk_p = fnum(r, "clock_mhz"), fnum(tr, "torch_lt_clock_mhz"), fnum(tr, "rep_clock_mhz")
+        eq = ratio * clk_t / clk_r if clk_r and clk_t else None
+        eq_ratios.append(eq)
+        sp = spread(r.get("trial_ms"))
+        if sp is not None:
+            rocs_spread.append(sp)
+        st = spread(tr.get("torch_lt_trial_ms"))
+        if st is not None:
+            torch_spread.append(st)
+        if k in fid2:
+            moved_lt.append(float(fid2[k]["median_ms"]) / t)
+        f = lambda v, d=4: "-" if v is None else f"{v:.{d}f}"
+        clocks = ", ".join("?" if x is None else f"{x:.0f}" for x in (clk_r, clk_t, clk_p))
+        lt_k = tr.get("torch_lt_k") or "?"
+        print(f"| {short_of(k)} | {t:.4f} ({'-' if sp is None else f'{sp * 100:.1f}%'}) | {lt:.4f} ({lt_k}) | "
+              f"{ratio:.3f} | {f(kr)}{f' ({krk})' if kr is not None else ''} | {f(kr_ratio, 3)} | {f(rep)} | "
+              f"{f(rep_ratio, 3)} | {f(old_ratio, 3)} | {c_same} | {k_same} | {d_same} | {clocks} | {f(eq, 3)} |")
+        if abs(ratio - 1) > FIDELITY:
+            off.append((short_of(k), ratio, kr_ratio, rep_ratio, kb))
+    n = len(pairs)
+    print()
+    ref_name = "PyTorch on cuBLASLt" if have_lt else "PyTorch's default"
+    print(within(f"same algorithm ({ref_name} / rocsweep lt#0, PyTorch's K from its launch-free time)", ratios))
+    if any(x is not None for x in rep_ratios):
+        print(within("replica (rocsweep's cublasLtMatmul call from Python, timed by peer_times.py) / rocsweep lt#0",
+                     rep_ratios))
+        print(within("PyTorch on cuBLASLt / replica (same harness, same process)",
+                     [p[2] and fnum(p[2], "torch_lt_ms") / fnum(p[2], "rep_ms") if fnum(p[2], "rep_ms") else None
+                      for p in pairs]))
+    if any(fnum(tr, "torch_lt_kr_ms") is not None for _, _, tr in pairs):
+        print(within("PyTorch on cuBLASLt with rocsweep's K where it differs (else PyTorch's K) / rocsweep lt#0",
+                     kr_ratios))
+    if any(x is not None for x in eq_ratios):
+        print(within("same algorithm at equal clocks (ratio x PyTorch's MHz / rocsweep's MHz; an estimate, exact "
+                     "only for a compute-bound kernel)", eq_ratios))
+    if any(x is not None for x in old_ratios):
+        print(within("for comparison, PyTorch on cuBLASLt timed with the earlier protocol / rocsweep lt#0", old_ratios))
+    if have_lt:
+        print(within("for comparison, PyTorch's default pick / rocsweep lt#0",
+                     [float(tr["torch_ms"]) / float(r["median_ms"]) for _, r, tr in pairs]))
+        print(f"- kernels: rocsweep's `chosen` = the replica's first heuristic algorithm on {chosen_same} of {n}; "
+              f"the replica's kernels = PyTorch's cuBLASLt kernels on {kern_same} of {n}; PyTorch's cuBLASLt "
+              f"kernels = its default pass's on {lt_def_same} of {n}")
+    for short, ratio, krr, rr, kern in off:
+        extra = "".join(f"; {nm} {x:.3f}" for nm, x in (("kr", krr), ("replica", rr)) if x is not None)
+        print(f"- outside 3%: {short}: {ratio:.3f}{extra}; PyTorch ran {kern or '?'}")
+    if rocs_spread:
+        print(f"- rocsweep lt#0 trial spread ((max - min) / median of its {len(rocs_spread)} units' trials): "
+              f"median {statistics.median(rocs_spread) * 100:.1f}%, largest {max(rocs_spread) * 100:.1f}%")
+    if torch_spread:
+        print(f"- PyTorch cuBLASLt trial spread: median {statistics.median(torch_spread) * 100:.1f}%, "
+              f"largest {max(torch_spread) * 100:.1f}%")
+    if moved_lt:
+        worst = max(abs(m - 1) for m in moved_lt)
+        hit = sum(abs(m - 1) <= FIDELITY for m in moved_lt)
+        print(f"- run to run (run 2 / run 1, lt#0): within 3% on {hit} of {len(moved_lt)} shapes; largest move "
+              f"{worst * 100:.1f}%")
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ impl SpecError {
             file: file.to_string(),
             line,
             col,
-            label: short_label(&message),
+            // The message is printed once, on the `error:` line; the excerpt only points.
+            label: "here".into(),
             message,
             src: NamedSource::new(file, Arc::clone(text)),
             span: (start, end - start).into(),
@@ -84,24 +85,26 @@ impl SpecError {
                 line_end - line_start
             );
         }
+        // A file-level error (cannot read it, too large) has no text to show.
+        if text.is_empty() {
+            return format!("error: {self}");
+        }
         let mut out = String::new();
         let handler =
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
         if handler.render_report(&mut out, self).is_err() {
-            return self.to_string();
+            return format!("error: {self}");
         }
-        format!("error: {self}\n{out}")
+        // One message: the `error:` line says it; of miette's report only the source excerpt
+        // (from its `╭─[` header) follows, not the message again.
+        let excerpt = out
+            .find('\u{256d}')
+            .and_then(|i| out[..i].rfind('\n').map(|l| &out[l + 1..]))
+            .unwrap_or(&out);
+        format!("error: {self}\n{}", excerpt.trim_end())
     }
 }
 
 /// Lines longer than this are not echoed in an error report.
 pub const MAX_SHOWN_LINE: usize = 1000;
 
-fn short_label(message: &str) -> String {
-    let first = message.split(", expected").next().unwrap_or(message);
-    if first.len() > 60 {
-        "here".into()
-    } else {
-        first.to_string()
-    }
-}

@@ -172,11 +172,18 @@ fn lex(src: &str, base: usize) -> Result<Vec<(Tok, Range<usize>)>, Located> {
     Ok(out)
 }
 
+/// The longest filter expression, in bytes (README "Limits").
+pub const MAX_LEN: usize = 1000;
+/// The deepest nesting of `(`, `!` and unary `-` in a filter (README "Limits"): parsing and
+/// evaluating recurse, so the depth is bounded before the stack is.
+pub const MAX_NESTING: usize = 32;
+
 struct Parser<'a, F: Fn(&str) -> Option<(usize, Ty)>> {
     toks: Vec<(Tok, Range<usize>)>,
     pos: usize,
     end: usize,
     resolve: &'a F,
+    depth: usize,
 }
 
 fn binding(op: &str) -> Option<(u8, BinOp)> {
@@ -266,6 +273,27 @@ impl<F: Fn(&str) -> Option<(usize, Ty)>> Parser<'_, F> {
             ));
         };
         self.pos += 1;
+        let nests = matches!(tok, Tok::LParen | Tok::Op("!") | Tok::Op("-"));
+        if !nests {
+            return self.atom_of(tok, span);
+        }
+        if self.depth >= MAX_NESTING {
+            return Err((
+                span,
+                format!("the filter nests `(`, `!` or `-` more than {MAX_NESTING} deep"),
+            ));
+        }
+        self.depth += 1;
+        let atom = self.atom_of(tok, span);
+        self.depth -= 1;
+        atom
+    }
+
+    fn atom_of(
+        &mut self,
+        tok: Tok,
+        span: Range<usize>,
+    ) -> Result<(Expr, Ty, Range<usize>), Located> {
         match tok {
             Tok::Num(v) => {
                 let ty = if matches!(v, Value::Bool(_)) {
@@ -319,8 +347,17 @@ impl Filter {
         base: usize,
         resolve: &impl Fn(&str) -> Option<(usize, Ty)>,
     ) -> Result<Filter, Located> {
-        let toks = lex(text, base)?;
         let end = base + text.len();
+        if text.len() > MAX_LEN {
+            return Err((
+                base..base + 1,
+                format!(
+                    "the filter is {} bytes long, more than the limit of {MAX_LEN}",
+                    text.len()
+                ),
+            ));
+        }
+        let toks = lex(text, base)?;
         if toks.is_empty() {
             return Err((base..end, "empty filter expression".into()));
         }
@@ -329,6 +366,7 @@ impl Filter {
             pos: 0,
             end,
             resolve,
+            depth: 0,
         };
         let (expr, ty, span) = p.expr(0)?;
         if let Some((_, s)) = p.peek() {

@@ -106,16 +106,38 @@ pub(crate) fn first_duplicate<T: std::fmt::Debug>(items: &[T]) -> Option<(usize,
         .find_map(|(j, x)| seen.insert(format!("{x:?}"), j).map(|i| (i, j)))
 }
 
+/// The largest sweep file read, in bytes (README "Limits"): a sweep is a few hundred lines.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 pub fn load(path: &Path, overrides: &[String]) -> Result<Sweep, SpecError> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        SpecError::at(
-            &shown,
-            &Arc::new(String::new()),
-            0..0,
-            format!("cannot read sweep file: {e}"),
-        )
-    })?;
+    let fail = |why: String| SpecError::at(&shown, &Arc::new(String::new()), 0..0, why);
+    // Checked before opening: a FIFO or a device would block or never end.
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read sweep file: {e}")))?;
+    if !meta.is_file() {
+        return Err(fail(
+            "cannot read sweep file: not a regular file (a directory, FIFO or device)".into(),
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(fail(format!(
+            "the sweep file is {} bytes, more than the limit of {MAX_FILE_BYTES} (4 MiB)",
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| {
+            use std::io::Read;
+            // Bounded even if the file grows between the check and the read.
+            f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)
+        })
+        .map_err(|e| fail(format!("cannot read sweep file: {e}")))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(fail(format!(
+            "the sweep file grew past the limit of {MAX_FILE_BYTES} bytes while it was read"
+        )));
+    }
     load_str(&shown, &text, overrides)
 }
 

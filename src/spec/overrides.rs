@@ -98,6 +98,20 @@ fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
             }
         } else {
             let v = axis::parse_scalar(item);
+            let digits = item.trim().trim_start_matches(['-', '+']);
+            if is_int_axis
+                && matches!(v, Value::Str(_))
+                && !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                return Err(cx.err(
+                    span,
+                    format!(
+                        "integer `{}` overflows a 64-bit signed integer",
+                        item.trim()
+                    ),
+                ));
+            }
             check_value(op, slot, &v).map_err(|m| cx.err(span.clone(), m))?;
             values.push(v);
         }
