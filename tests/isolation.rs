@@ -741,3 +741,49 @@ fn the_terminal_shows_the_running_unit_its_phase_and_its_seconds_while_it_hangs(
     assert!(text.contains("1 hang"), "{text}");
     assert_eq!(Rows::read(&out).by("bytes", "256")["status"], "hang");
 }
+
+#[test]
+fn ctrl_c_stops_the_count_of_a_huge_forced_sweep_with_nothing_written() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let s = tmp.path().join("huge.toml");
+    std::fs::write(
+        &s,
+        "name = \"huge\"\nop = \"gemm\"\nbackend = \"cpu\"\n[axes]\n\
+         m = \"range(1..=1000000)\"\nn = \"range(1..=1000000)\"\nk = 8\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let mut child = bin()
+        .arg("run")
+        .arg(&s)
+        .args(["--force", "--out"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    // The count announces itself (10^12 combinations) once Ctrl-C is handled.
+    while !line.contains("counting the sweep's 1000000000000 combinations") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "stderr ended early");
+    }
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130), "{rest}");
+    assert!(rest.contains("nothing was written"), "{rest}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("huge.toml")],
+        "no run or staging directory"
+    );
+}

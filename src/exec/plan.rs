@@ -5,6 +5,7 @@
 use crate::op::Case;
 use crate::spec::Sweep;
 use crate::spec::expand::EnvCombo;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Counts of what planning found, without running anything.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -63,9 +64,14 @@ pub fn passes<'a>(
     })
 }
 
-pub fn count(sweep: &Sweep, combos: &[EnvCombo]) -> PlanCount {
+/// Counts the sweep's cases. None when `stop` was raised meanwhile (Ctrl-C while a huge
+/// `--force`d sweep is counted): it is looked at every 4096 combinations.
+pub fn count(sweep: &Sweep, combos: &[EnvCombo], stop: &AtomicUsize) -> Option<PlanCount> {
     let mut c = PlanCount::default();
-    for case in sweep.cases() {
+    for (i, case) in sweep.cases().enumerate() {
+        if i % 4096 == 4095 && stop.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
         match case {
             Ok(_) => c.cases += 1,
             Err(reason) => {
@@ -75,5 +81,5 @@ pub fn count(sweep: &Sweep, combos: &[EnvCombo]) -> PlanCount {
         }
     }
     c.units = c.cases * combos.len() as u64;
-    c
+    Some(c)
 }

@@ -194,8 +194,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .map(|r| r.shard())
         .transpose()
         .map_err(|e| CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display())))?;
-    let combos = sweep.env_combos();
-    let product = sweep.product_size().saturating_mul(combos.len() as u128);
+    // Counted before they are built (the loader bounds them: spec::MAX_ENV_COMBOS).
+    let n_combos = sweep.env_combo_count();
+    let product = sweep.product_size().saturating_mul(n_combos);
     if product > opts.max_units as u128 && !opts.force && old_manifest.is_none() {
         return Err(CmdError::BadInput(format!(
             "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
@@ -203,6 +204,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             sweep.source.path, opts.max_units
         )));
     }
+    let combos = sweep.env_combos();
     let strategy = super::strategy_run::resolve(opts, &sweep)?;
     let trials = trials_for(opts, &sweep, old_manifest.as_ref(), strategy.is_some())?;
     if opts.dry_run {
@@ -227,6 +229,22 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             sweep.source.path
         )));
     }
+
+    // Counted before anything is written; Ctrl-C stops the count (a --force'd sweep of 10^12
+    // combinations takes that long) with nothing written.
+    let interrupts = interrupts();
+    interrupts.store(0, Ordering::SeqCst);
+    if product > 1_000_000 {
+        eprintln!("counting the sweep's {product} combinations (Ctrl-C stops)");
+    }
+    let Some(counted) = plan::count(&sweep, &combos, &interrupts) else {
+        eprintln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
+        return Ok(RunReport {
+            dir: None,
+            failures: 0,
+            stopped: Some(Stop::Interrupted),
+        });
+    };
 
     let resuming = old_manifest.is_some();
     let io = |what: &str, e: std::io::Error| {
@@ -258,8 +276,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let logs = work_dir.join("workers");
     std::fs::create_dir_all(&logs).map_err(|e| io("creating workers/", e))?;
 
-    let interrupts = interrupts();
-    interrupts.store(0, Ordering::SeqCst);
     let exe = match &opts.worker_exe {
         Some(p) => p.clone(),
         None => std::env::current_exe()
@@ -313,7 +329,6 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     if let Some(note) = &info.picked {
         eprintln!("note: {note}");
     }
-    let counted = plan::count(&sweep, &combos);
     let planned = shard.map_or(counted.units, |s| s.size_of(counted.units));
     let mut man = match old_manifest {
         Some(m) => m,

@@ -107,4 +107,3 @@ impl SpecError {
 
 /// Lines longer than this are not echoed in an error report.
 pub const MAX_SHOWN_LINE: usize = 1000;
-

@@ -29,6 +29,13 @@ impl Sweep {
             .fold(1u128, |acc, d| acc.saturating_mul(d.len() as u128))
     }
 
+    /// How many env combinations `env_combos` would build (saturating), without building them.
+    pub fn env_combo_count(&self) -> u128 {
+        self.env_axes
+            .iter()
+            .fold(1u128, |acc, (_, v)| acc.saturating_mul(v.len() as u128))
+    }
+
     pub fn env_combos(&self) -> Vec<EnvCombo> {
         let mut combos = vec![EnvCombo {
             vars: self.env.clone(),

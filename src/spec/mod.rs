@@ -106,6 +106,10 @@ pub(crate) fn first_duplicate<T: std::fmt::Debug>(items: &[T]) -> Option<(usize,
         .find_map(|(j, x)| seen.insert(format!("{x:?}"), j).map(|i| (i, j)))
 }
 
+/// The most env combinations (the product of the [env_axes] lengths) a sweep may have (README
+/// "Limits").
+pub const MAX_ENV_COMBOS: usize = 4096;
+
 /// The largest sweep file read, in bytes (README "Limits"): a sweep is a few hundred lines.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
@@ -380,6 +384,19 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
                     format!(
                         "env axis `{name}` has the value \"{}\" more than once; each value may appear once",
                         values[j]
+                    ),
+                ));
+            }
+            let combos = env_axes
+                .iter()
+                .fold(values.len(), |n: usize, (_, v): &(String, Vec<String>)| {
+                    n.saturating_mul(v.len())
+                });
+            if combos > MAX_ENV_COMBOS {
+                return Err(cx.err(
+                    key.span(),
+                    format!(
+                        "with `{name}` the env axes make {combos} combinations, more than the limit of {MAX_ENV_COMBOS}: each is a worker environment of its own; split the sweep"
                     ),
                 ));
             }
