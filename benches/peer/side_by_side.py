@@ -91,6 +91,22 @@ def fnum(tr, col):
         return None
 
 
+def kernel_names(text):
+    """Kernel names without their parameter lists (torch.profiler gives whole signatures)."""
+    out = []
+    for part in (text or "?").split(" + "):
+        part = part.strip()
+        if part.endswith(")") and "(" in part:
+            depth = 0
+            for i in range(len(part) - 1, -1, -1):
+                depth += {")": 1, "(": -1}.get(part[i], 0)
+                if depth == 0:
+                    part = part[:i]
+                    break
+        out.append(part[:100] + ("..." if len(part) > 100 else ""))
+    return " + ".join(out)
+
+
 def short_of(key):
     return ";".join(p for p in key.split(";") if p.split("=")[0] in ("m", "n", "k", "dtype"))
 
@@ -247,7 +263,7 @@ def main():
               f"kernels = its default pass's on {lt_def_same} of {n}")
     for short, ratio, krr, rr, kern in off:
         extra = "".join(f"; {nm} {x:.3f}" for nm, x in (("kr", krr), ("replica", rr)) if x is not None)
-        print(f"- outside 3%: {short}: {ratio:.3f}{extra}; PyTorch ran {kern or '?'}")
+        print(f"- outside 3%: {short}: {ratio:.3f}{extra}; PyTorch ran {kernel_names(kern)}")
     if rocs_spread:
         print(f"- rocsweep lt#0 trial spread ((max - min) / median of its {len(rocs_spread)} units' trials): "
               f"median {statistics.median(rocs_spread) * 100:.1f}%, largest {max(rocs_spread) * 100:.1f}%")

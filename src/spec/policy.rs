@@ -98,6 +98,11 @@ fn one() -> u32 {
 pub const DEFAULT_TRIALS: u32 = 3;
 /// More trials than this is a mistake, not a measurement plan.
 pub const MAX_TRIALS: u32 = 100;
+/// Upper bounds of the other [timing] counts (README "Limits").
+pub const MAX_WARMUP: u32 = 1000;
+pub const MAX_SAMPLES: u32 = 100_000;
+/// `flush_mib` and `rotating_mib`: 64 GiB, past any cache by far.
+pub const MAX_BUFFER_MIB: u32 = 65_536;
 
 impl Default for TimingPolicy {
     fn default() -> Self {

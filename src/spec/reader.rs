@@ -2,7 +2,7 @@
 //! SpecError pointing at the text.
 
 use super::error::SpecError;
-use super::policy::{TimingPolicy, VerifyPolicy};
+use super::policy::{MAX_BUFFER_MIB, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy};
 use super::value::Value;
 use super::{Axis, TOP_KEYS, axis, axis_names, check_value, line_col, slot_of};
 use crate::op::{OpKind, ParamKind};
@@ -302,6 +302,25 @@ impl Cx<'_> {
         }
     }
 
+    /// `count` with an upper bound (README "Limits"): a setting past it is a mistake that would
+    /// show up as every unit crashing or hanging, blamed on the library.
+    pub(super) fn count_at_most(
+        &self,
+        v: &Sp,
+        key: &str,
+        min: i64,
+        max: u32,
+    ) -> Result<u32, SpecError> {
+        let n = self.count(v, key, min)?;
+        if n > max {
+            return Err(self.err(
+                v.span(),
+                format!("`{key}` must be at most {max}, found {n}"),
+            ));
+        }
+        Ok(n)
+    }
+
     pub(super) fn boolean(&self, v: &Sp, key: &str) -> Result<bool, SpecError> {
         match v.get_ref() {
             DeValue::Boolean(b) => Ok(*b),
@@ -330,9 +349,9 @@ impl Cx<'_> {
             let k = key.get_ref().as_ref();
             match k {
                 "enabled" => p.enabled = self.boolean(v, k)?,
-                "warmup" => p.warmup = self.count(v, k, 0)?,
-                "min_samples" => p.min_samples = self.count(v, k, 1)?,
-                "max_samples" => p.max_samples = self.count(v, k, 1)?,
+                "warmup" => p.warmup = self.count_at_most(v, k, 0, MAX_WARMUP)?,
+                "min_samples" => p.min_samples = self.count_at_most(v, k, 1, MAX_SAMPLES)?,
+                "max_samples" => p.max_samples = self.count_at_most(v, k, 1, MAX_SAMPLES)?,
                 "target_noise" => {
                     p.target_noise = self.number(v, k)?;
                     if p.target_noise < 0.0 {
@@ -343,21 +362,9 @@ impl Cx<'_> {
                     }
                 }
                 "max_time" => p.max_time = self.positive_seconds(v, k)?,
-                "flush_mib" => p.flush_mib = self.count(v, k, 0)?,
-                "rotating_mib" => p.rotating_mib = self.count(v, k, 0)?,
-                "trials" => {
-                    p.trials = self.count(v, k, 1)?;
-                    if p.trials > super::policy::MAX_TRIALS {
-                        return Err(self.err(
-                            v.span(),
-                            format!(
-                                "`trials` must be at most {}, found {}",
-                                super::policy::MAX_TRIALS,
-                                p.trials
-                            ),
-                        ));
-                    }
-                }
+                "flush_mib" => p.flush_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
+                "rotating_mib" => p.rotating_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
+                "trials" => p.trials = self.count_at_most(v, k, 1, super::policy::MAX_TRIALS)?,
                 _ => p.flush_cache = self.boolean(v, k)?,
             }
         }
