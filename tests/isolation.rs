@@ -787,3 +787,82 @@ fn ctrl_c_stops_the_count_of_a_huge_forced_sweep_with_nothing_written() {
         "no run or staging directory"
     );
 }
+
+#[test]
+fn a_run_killed_before_it_published_leaves_nothing_the_next_run_does_not_remove() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "");
+    let out = tmp.path().join("run");
+    let staging = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".run.staging-"))
+            .collect()
+    };
+    // Kill -9 as soon as the staging directory exists (before the first worker answers, the
+    // run is unpublished); if the run was quicker than the poll, the test still checks that a
+    // second run leaves no staging behind.
+    let mut child = bin()
+        .args(["run", "--trials", "1", "--quiet"])
+        .arg(&s)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let killed_staged = loop {
+        if !staging(tmp.path()).is_empty() {
+            // SAFETY: kill on our own child's pid.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::yield_now();
+    };
+    let _ = child.wait();
+    if killed_staged && !out.exists() {
+        assert_eq!(
+            staging(tmp.path()).len(),
+            1,
+            "the killed run's staging is left"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let o = bin()
+        .args(["run", "--trials", "1", "--quiet", "--no-report"])
+        .arg(&s)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(staging(tmp.path()).is_empty(), "{:?}", staging(tmp.path()));
+}
+
+#[test]
+fn out_dot_in_an_empty_directory_is_refused_with_nothing_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = bin()
+        .args(["run", "--trials", "1", "--quiet"])
+        .arg(&s)
+        .args(["--out", "."])
+        .current_dir(&empty)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the current directory"), "{err}");
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    let names: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}

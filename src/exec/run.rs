@@ -252,13 +252,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     };
     // A new run is built in a staging directory and renamed into place once its manifest and
     // CSV header exist, so a run directory is never half-made.
-    let (work_dir, mut lock_file) = if resuming {
-        (dir.clone(), Some(lock(&dir)?))
+    // The guard removes the staging directory on every way out before `publish`.
+    let (work_dir, mut staging, mut lock_file) = if resuming {
+        (dir.clone(), None, Some(lock(&dir)?))
     } else {
-        rundir::check_free(&dir).map_err(|e| CmdError::BadInput(e.to_string()))?;
-        let staging = rundir::staging_path(&dir);
-        rundir::create(&staging).map_err(|e| CmdError::Failure(e.to_string()))?;
-        (staging, None)
+        let s = rundir::Staging::create(&dir).map_err(|e| match e {
+            rundir::RunDirError::Create(..) => CmdError::Failure(e.to_string()),
+            _ => CmdError::BadInput(e.to_string()),
+        })?;
+        (s.path.clone(), Some(s), None)
     };
     // A resume reads and reconciles everything first: a run directory it cannot use is bad
     // input, with nothing in it changed.
@@ -313,16 +315,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         device_sel.as_ref(),
         first,
     );
-    let (mut slots, info, device_indices) = match started {
-        Ok(s) => s,
-        Err(e) => {
-            if !resuming {
-                // Nothing ran: leave no staging directory behind.
-                let _ = std::fs::remove_dir_all(&work_dir);
-            }
-            return Err(e);
-        }
-    };
+    // Nothing ran when this fails: the staging guard leaves no directory behind.
+    let (mut slots, info, device_indices) = started?;
 
     // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
     // not read CPU numbers unawares); the manifest keeps the same words.
@@ -375,7 +369,18 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     if !resuming {
         ResultsWriter::create(&work_dir.join("results.csv"), sweep.op)
             .map_err(|e| io("creating results.csv", e))?;
-        rundir::publish(&work_dir, &dir).map_err(|e| io("renaming the staging directory", e))?;
+        if let Some(s) = staging.as_mut()
+            && let Err(e) = s.publish()
+        {
+            for s in &mut slots {
+                s.sup.shutdown();
+            }
+            // Another run published into --out first (they started in the same instant).
+            return Err(match rundir::check_free(&dir) {
+                Err(taken) => CmdError::BadInput(taken.to_string()),
+                Ok(()) => io("renaming the staging directory", e),
+            });
+        }
         for s in &mut slots {
             s.sup.logs_moved_to(dir.join("workers"));
         }

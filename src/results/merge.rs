@@ -454,14 +454,13 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
             .collect(),
     });
 
-    let staging = rundir::staging_path(o.out);
-    rundir::create(&staging).map_err(|e| CmdError::Failure(e.to_string()))?;
-    let written =
-        write(&staging, op, &merged, &man).and_then(|()| rundir::publish(&staging, o.out));
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(CmdError::Failure(format!("{}: {e}", show(o.out))));
-    }
+    let mut staging = rundir::Staging::create(o.out).map_err(|e| match e {
+        rundir::RunDirError::Create(..) => CmdError::Failure(e.to_string()),
+        _ => CmdError::BadInput(e.to_string()),
+    })?;
+    write(&staging.path, op, &merged, &man)
+        .and_then(|()| staging.publish())
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", show(o.out))))?;
     if !o.quiet {
         let counts: Vec<String> = man.counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
         println!(

@@ -10,6 +10,8 @@ pub enum RunDirError {
     NotADirectory(PathBuf),
     #[error("cannot create run directory {0}: {1}")]
     Create(PathBuf, std::io::Error),
+    #[error("--out {0} is the current directory (or one of its parents); name a new directory")]
+    Current(PathBuf),
 }
 
 /// The default location for a sweep named `name`, stamped with the UTC time.
@@ -21,6 +23,13 @@ pub fn default_path(name: &str, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
 
 /// Checks that `dir` can hold a new run without creating anything (bad input must leave no trace).
 pub fn check_free(dir: &Path) -> Result<(), RunDirError> {
+    // The run is assembled beside `dir` and renamed onto it: the current directory would be
+    // replaced under the user's shell.
+    if let (Ok(cwd), Ok(real)) = (std::env::current_dir(), std::fs::canonicalize(dir))
+        && cwd.starts_with(&real)
+    {
+        return Err(RunDirError::Current(dir.to_path_buf()));
+    }
     if dir.exists() {
         if !dir.is_dir() {
             return Err(RunDirError::NotADirectory(dir.to_path_buf()));
@@ -35,24 +44,190 @@ pub fn check_free(dir: &Path) -> Result<(), RunDirError> {
     Ok(())
 }
 
-pub fn create(dir: &Path) -> Result<(), RunDirError> {
-    check_free(dir)?;
-    std::fs::create_dir_all(dir).map_err(|e| RunDirError::Create(dir.to_path_buf(), e))
+/// A new run directory being assembled in a hidden sibling of its place, renamed into place
+/// by `publish`. Dropped unpublished (an error, an early return), it removes the staging
+/// directory and any parent directories it created, so a run that never started leaves no
+/// trace; a staging directory left by a killed process is removed by the next run beside it.
+pub struct Staging {
+    pub path: PathBuf,
+    /// Where the run goes (a symlink to an empty directory resolved to that directory).
+    target: PathBuf,
+    /// The first ancestor this created, if any.
+    created: Option<PathBuf>,
+    published: bool,
 }
 
-/// A hidden sibling of `dir` where a new run is assembled before it is renamed into place.
-pub fn staging_path(dir: &Path) -> PathBuf {
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run".into());
-    dir.with_file_name(format!(".{name}.staging-{}", std::process::id()))
-}
+const STAGING_MARK: &str = ".staging-";
 
-/// Moves a staged run into place. `dir` may exist only as an empty directory.
-pub fn publish(staging: &Path, dir: &Path) -> std::io::Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir(dir)?;
+impl Staging {
+    pub fn create(dir: &Path) -> Result<Staging, RunDirError> {
+        check_free(dir)?;
+        // An existing empty directory (or a symlink to one) is replaced by the run: rename
+        // onto the real directory, so a symlink keeps pointing at it.
+        let target = if dir.exists() {
+            std::fs::canonicalize(dir).map_err(|e| RunDirError::Create(dir.to_path_buf(), e))?
+        } else {
+            dir.to_path_buf()
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "run".into());
+        let path = target.with_file_name(format!(".{name}{STAGING_MARK}{}", std::process::id()));
+        let created = path
+            .ancestors()
+            .skip(1)
+            .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+            .last()
+            .map(Path::to_path_buf);
+        std::fs::create_dir_all(&path).map_err(|e| {
+            remove_created(&path, created.as_deref());
+            RunDirError::Create(dir.to_path_buf(), e)
+        })?;
+        remove_abandoned(&path, &name);
+        Ok(Staging {
+            path,
+            target,
+            created,
+            published: false,
+        })
     }
-    std::fs::rename(staging, dir)
+
+    /// Moves the staged run into place. The target may exist only as an empty directory (a
+    /// second run that published first makes this fail, and this one's staging goes).
+    pub fn publish(&mut self) -> std::io::Result<()> {
+        if self.target.exists() {
+            std::fs::remove_dir(&self.target)?;
+        }
+        std::fs::rename(&self.path, &self.target)?;
+        self.published = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = std::fs::remove_dir_all(&self.path);
+            remove_created(&self.path, self.created.as_deref());
+        }
+    }
+}
+
+/// Removes the now-empty parents of `path` up to and including `created`.
+fn remove_created(path: &Path, created: Option<&Path>) {
+    let Some(created) = created else { return };
+    for a in path.ancestors().skip(1) {
+        if std::fs::remove_dir(a).is_err() || a == created {
+            break;
+        }
+    }
+}
+
+/// Staging directories of the same target left by processes that are gone (killed with -9
+/// before they could publish or clean up).
+fn remove_abandoned(own: &Path, name: &str) {
+    let (Some(parent), Some(own_name)) = (own.parent(), own.file_name()) else {
+        return;
+    };
+    let prefix = format!(".{name}{STAGING_MARK}");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(pid) = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if file != own_name && !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hidden(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect()
+    }
+
+    #[test]
+    fn the_second_of_two_runs_into_one_out_fails_and_leaves_no_staging() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        let mut a = Staging::create(&out).unwrap();
+        // Both passed the check before either published (started in the same instant); the
+        // second is dropped unpublished after its publish fails, as run() does.
+        let mut b = Staging {
+            path: tmp.path().join(".run.staging-other"),
+            target: out.clone(),
+            created: None,
+            published: false,
+        };
+        std::fs::create_dir(&b.path).unwrap();
+        std::fs::write(a.path.join("results.csv"), "x").unwrap();
+        std::fs::write(b.path.join("results.csv"), "y").unwrap();
+        a.publish().unwrap();
+        assert!(b.publish().is_err(), "the run directory is taken");
+        drop(b);
+        assert!(matches!(check_free(&out), Err(RunDirError::NotEmpty(_))));
+        assert_eq!(
+            std::fs::read_to_string(out.join("results.csv")).unwrap(),
+            "x"
+        );
+        assert!(hidden(tmp.path()).is_empty(), "{:?}", hidden(tmp.path()));
+    }
+
+    #[test]
+    fn an_unpublished_staging_goes_with_the_parents_it_created() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("reports/runs/x");
+        let s = Staging::create(&out).unwrap();
+        assert!(s.path.exists());
+        drop(s);
+        assert!(!tmp.path().join("reports").exists());
+    }
+
+    #[test]
+    fn a_staging_left_by_a_dead_process_is_removed_by_the_next_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        // A pid above the kernel's pid_max (2^22) names no process.
+        let dead = tmp.path().join(".run.staging-99999999");
+        std::fs::create_dir(&dead).unwrap();
+        let mut s = Staging::create(&out).unwrap();
+        assert!(!dead.exists());
+        s.publish().unwrap();
+        assert!(hidden(tmp.path()).is_empty());
+    }
+
+    #[test]
+    fn a_symlink_to_an_empty_directory_receives_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let mut s = Staging::create(&link).unwrap();
+        std::fs::write(s.path.join("results.csv"), "x").unwrap();
+        s.publish().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(link.join("results.csv")).unwrap(),
+            "x"
+        );
+        assert!(hidden(tmp.path()).is_empty());
+    }
 }

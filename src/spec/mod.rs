@@ -110,6 +110,10 @@ pub(crate) fn first_duplicate<T: std::fmt::Debug>(items: &[T]) -> Option<(usize,
 /// "Limits").
 pub const MAX_ENV_COMBOS: usize = 4096;
 
+/// The longest sweep name (README "Limits"): it names the run directory, with a timestamp and
+/// a shard suffix after it, within the file system's 255 bytes.
+pub const MAX_NAME: usize = 100;
+
 /// The largest sweep file read, in bytes (README "Limits"): a sweep is a few hundred lines.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
@@ -169,6 +173,16 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             ));
         }
     };
+    if name.len() > MAX_NAME {
+        let v = root.get("name").map_or(0..0, |v| v.span());
+        return Err(cx.err(
+            v,
+            format!(
+                "name is {} characters long, more than the limit of {MAX_NAME} (it names the run directory)",
+                name.len()
+            ),
+        ));
+    }
     if name.is_empty()
         || !name
             .chars()
