@@ -224,3 +224,29 @@ fn planted_secrets_reach_no_file_of_the_run_directory() {
         "not a variable that affects a run"
     );
 }
+
+#[test]
+fn an_error_in_the_stored_sweep_text_names_the_manifest_not_the_sweep_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = finished_run(tmp.path());
+    let mpath = out.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&read(&mpath)).unwrap();
+    let text = m["sweep"]["text"].as_str().unwrap().replace("copy", "copi");
+    m["sweep"]["text"] = serde_json::Value::String(text);
+    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    let before = read(&mpath);
+    let o = resume(&out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let first = err.lines().next().unwrap_or("");
+    let sweep_file = tmp.path().join("d.toml");
+    assert!(
+        first.starts_with(&format!(
+            "error: {} (sweep.text, from {}):2:6: unknown op `copi`",
+            mpath.display(),
+            sweep_file.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(read(&mpath), before, "nothing changed");
+}

@@ -133,7 +133,15 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
                 dir.display()
             )));
         }
-        let sweep = spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides)?;
+        let sweep =
+            spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides).map_err(|e| {
+                let stored = dir.join("manifest.json");
+                e.in_file(&format!(
+                    "{} (sweep.text, from {})",
+                    stored.display(),
+                    m.sweep.path
+                ))
+            })?;
         let backend = m.backend.backend.clone();
         let shard = m.shard.clone();
         return Ok(Prepared {

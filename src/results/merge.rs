@@ -278,7 +278,10 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
 
     // The full plan, from the sweep text the shards ran (every shard has the same).
     let ms = &first.manifest.sweep;
-    let sweep = spec::load_str(&ms.path, &ms.text, &ms.overrides)?;
+    let sweep = spec::load_str(&ms.path, &ms.text, &ms.overrides).map_err(|e| {
+        let stored = first.dir.join("manifest.json");
+        e.in_file(&format!("{} (sweep.text, from {})", show(&stored), ms.path))
+    })?;
     let op = sweep.op;
     let combos = sweep.env_combos();
     let mut order: HashMap<Key, usize> = HashMap::new();

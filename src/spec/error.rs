@@ -52,6 +52,14 @@ impl SpecError {
         }
     }
 
+    /// The same error, said to be in `file`: sweep text stored in a run's manifest is not the
+    /// sweep file it came from (which may be fine, or gone).
+    pub fn in_file(mut self, file: &str) -> SpecError {
+        self.file = file.to_string();
+        self.src = NamedSource::new(file, Arc::clone(self.src.inner()));
+        self
+    }
+
     pub fn with_help(mut self, help: impl Into<String>) -> SpecError {
         self.help = Some(help.into());
         self
