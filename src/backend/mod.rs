@@ -168,14 +168,19 @@ pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
     })
 }
 
+/// An open backend and, for `auto`, what it picked and why.
+pub type Opened = (Box<dyn Backend>, Option<String>);
+
 /// Opens a backend by name, in the worker. Ok: the backend and, for `auto`, what it picked and
 /// why. Err: what the backend reports about itself when it cannot run (ROCm: the versions and
 /// paths that loaded, and why not), with `missing` set.
-pub fn open_explained(name: &str) -> Result<(Box<dyn Backend>, Option<String>), BackendInfo> {
-    let unavailable = |why: String| BackendInfo {
-        backend: name.to_string(),
-        missing: Some(why),
-        ..BackendInfo::default()
+pub fn open_explained(name: &str) -> Result<Opened, Box<BackendInfo>> {
+    let unavailable = |why: String| {
+        Box::new(BackendInfo {
+            backend: name.to_string(),
+            missing: Some(why),
+            ..BackendInfo::default()
+        })
     };
     match name {
         "cpu" => Ok((Box::new(cpu::CpuBackend::new()), None)),
@@ -184,9 +189,11 @@ pub fn open_explained(name: &str) -> Result<(Box<dyn Backend>, Option<String>), 
             .map_err(unavailable),
         "rocm" => rocm::RocmBackend::open()
             .map(|b| (Box::new(b) as Box<dyn Backend>, None))
-            .map_err(|why| BackendInfo {
-                missing: Some(why),
-                ..rocm::probe()
+            .map_err(|why| {
+                Box::new(BackendInfo {
+                    missing: Some(why),
+                    ..rocm::probe()
+                })
             }),
         "auto" => Ok(open_auto()),
         other => Err(unavailable(format!(
@@ -197,7 +204,7 @@ pub fn open_explained(name: &str) -> Result<(Box<dyn Backend>, Option<String>), 
 
 /// `auto`: the first GPU backend that opens (ROCm, then CUDA), else the CPU; the note says
 /// which, and why each one passed over could not run.
-fn open_auto() -> (Box<dyn Backend>, Option<String>) {
+fn open_auto() -> Opened {
     let mut passed = Vec::new();
     let gpu: Option<Box<dyn Backend>> = match rocm::RocmBackend::open() {
         Ok(b) => Some(Box::new(b)),

@@ -165,7 +165,7 @@ pub fn main(backend_name: &str) -> i32 {
         Err(info) => {
             // What the backend found, and why it cannot run: the supervisor (or `probe`)
             // reports it; this worker is done.
-            ready(&out, info);
+            ready(&out, *info);
             return 1;
         }
     };
