@@ -326,16 +326,17 @@ class _Heur(ctypes.Structure):
                 ("state", ctypes.c_int), ("wavesCount", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
 
 
-_LT = []
+_LT = {}
 _CUDA_DT = {"f32": 0, "f16": 2, "bf16": 14}
 _VP = ctypes.c_void_p
 
 
-def _lt():
-    """(library, handle, path): the cuBLASLt PyTorch loaded, and a handle of our own."""
-    if not _LT:
-        paths = sorted({line.split()[-1] for line in open("/proc/self/maps")
-                        if "libcublasLt" in line and ".so" in line})
+def _lt(path=None):
+    """(library, handle, path and version): the cuBLASLt PyTorch loaded (or the one at `path`,
+    a second copy in the process where it is another file), and a handle of our own."""
+    if path not in _LT:
+        paths = [path] if path else sorted({line.split()[-1] for line in open("/proc/self/maps")
+                                            if "libcublasLt" in line and ".so" in line})
         if not paths:
             raise RuntimeError("no libcublasLt loaded")
         lib = ctypes.CDLL(paths[0])
@@ -363,8 +364,8 @@ def _lt():
         v = lib.cublasLtGetVersion
         v.restype = ctypes.c_size_t
         n = v()
-        _LT.append((lib, h, f"{paths[0]} ({n // 10000}.{n // 100 % 100}.{n % 100})"))
-    return _LT[0]
+        _LT[path] = (lib, h, f"{os.path.realpath(paths[0])} ({n // 10000}.{n // 100 % 100}.{n % 100})")
+    return _LT[path]
 
 
 def _check(rc, what):
@@ -379,11 +380,11 @@ def _algo_attr(lib, h, attr):
     return v.value
 
 
-def replica(r, ops):
+def replica(r, ops, lib_path=None):
     """(fn, chosen, keep): one cublasLtMatmul as rocsweep's GemmCall makes it (row-major C = A B
     as the column-major C^T = B^T A^T, no transposes, first heuristic algorithm with a 64 MiB
     workspace preference, workspace of the algorithm's size, beta = 0, D = C), on `ops`."""
-    lib, handle, _ = _lt()
+    lib, handle, _ = _lt(lib_path)
     a, b, c = ops
     m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
     if r["compute"] == "tf32":
