@@ -303,10 +303,12 @@ def conv_fn(r):
 def gemm_operands(r):
     dt = DT[r["dtype"]]
     m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-    # Uniform in [-1, 1), as rocsweep's operands: the data's bits change a large GEMM's power
-    # draw and so its clock.
-    a = torch.rand(m, k, device="cuda", dtype=dt) * 2 - 1
-    b = torch.rand(k, n, device="cuda", dtype=dt) * 2 - 1
+    # Uniform in [-1, 1) drawn in f32 and rounded to the dtype, as rocsweep's operands
+    # (src/op/inputs.rs): the data's bits change a large GEMM's power draw and so its clock.
+    # (torch.rand in bf16 then * 2 - 1 in bf16, as reports/h200/timing/gemm-fidelity was run,
+    # leaves the positive half with trailing zero mantissa bits.)
+    a = (torch.rand(m, k, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+    b = (torch.rand(k, n, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
     # One output buffer for every call, as rocsweep's units have (a new tensor per call would
     # spread the graph's writes over K buffers and measure a colder cache).
     c = torch.empty(m, n, device="cuda", dtype=DT[r["out_dtype"]])
@@ -435,7 +437,9 @@ def replica(r, ops, lib_path=None):
                 torch.cuda.current_stream().cuda_stream)
         if rc != 0:
             raise RuntimeError(f"cublasLtMatmul: cublasStatus {rc}")
-    keep = (desc, la, lb, lc, pref, res, h, wbuf, alpha, beta)
+    # `fn` holds raw addresses only: `keep` holds the operands too (torch.cuda.graph empties the
+    # allocator's cache, so freed operands would be unmapped: an illegal address).
+    keep = (desc, la, lb, lc, pref, res, h, wbuf, alpha, beta, ops)
     return fn, chosen, keep
 
 
