@@ -101,6 +101,9 @@ pub const MAX_TRIALS: u32 = 100;
 /// Upper bounds of the other [timing] counts (README "Limits").
 pub const MAX_WARMUP: u32 = 1000;
 pub const MAX_SAMPLES: u32 = 100_000;
+/// `max_samples` only caps a sampling loop that `max_time` ends (samples are kept, 16 bytes
+/// each), so it may be larger.
+pub const MAX_MAX_SAMPLES: u32 = 10_000_000;
 /// `flush_mib` and `rotating_mib`: 64 GiB, past any cache by far.
 pub const MAX_BUFFER_MIB: u32 = 65_536;
 

@@ -2,7 +2,9 @@
 //! SpecError pointing at the text.
 
 use super::error::SpecError;
-use super::policy::{MAX_BUFFER_MIB, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy};
+use super::policy::{
+    MAX_BUFFER_MIB, MAX_MAX_SAMPLES, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy,
+};
 use super::value::Value;
 use super::{Axis, TOP_KEYS, axis, axis_names, check_value, line_col, slot_of};
 use crate::op::{OpKind, ParamKind};
@@ -351,7 +353,7 @@ impl Cx<'_> {
                 "enabled" => p.enabled = self.boolean(v, k)?,
                 "warmup" => p.warmup = self.count_at_most(v, k, 0, MAX_WARMUP)?,
                 "min_samples" => p.min_samples = self.count_at_most(v, k, 1, MAX_SAMPLES)?,
-                "max_samples" => p.max_samples = self.count_at_most(v, k, 1, MAX_SAMPLES)?,
+                "max_samples" => p.max_samples = self.count_at_most(v, k, 1, MAX_MAX_SAMPLES)?,
                 "target_noise" => {
                     p.target_noise = self.number(v, k)?;
                     if p.target_noise < 0.0 {
