@@ -82,7 +82,7 @@ pub enum Command {
               value_parser = clap::value_parser!(u32).range(1..))]
         shard_count: Option<u32>,
         /// One worker pool per device, run concurrently: `all`, or indices like 0,1 (sets
-        /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume reuses the run's.
+        /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume uses the devices of the session before it unless given.
         #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::devices::DeviceSel::parse)]
         devices: Option<crate::exec::devices::DeviceSel>,
         /// grid runs every unit; prune skips (`predicted-hang`) units larger along --along than

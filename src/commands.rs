@@ -124,7 +124,21 @@ pub fn list_ops_text() -> String {
                 p.name, kind, default, p.doc
             );
         }
-        let _ = writeln!(s, "  {:<13} {}", "solver", op.solver_names().join("|"));
+        let _ = writeln!(s, "  {:<13} default|all (every backend)", "solver");
+        let by_backend: [(&str, Vec<&str>); 3] = [
+            ("cpu", crate::backend::cpu::solver_names(op).to_vec()),
+            ("cuda", crate::backend::cuda::solver_names(op).to_vec()),
+            ("rocm", crate::backend::rocm::solver_names(op)),
+        ];
+        for (backend, names) in by_backend {
+            let names: Vec<&str> = names
+                .into_iter()
+                .filter(|n| !matches!(*n, "default" | "all"))
+                .collect();
+            if !names.is_empty() {
+                let _ = writeln!(s, "  {:<13} {backend}: {}", "", names.join(" "));
+            }
+        }
     }
     s
 }

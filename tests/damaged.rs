@@ -250,3 +250,26 @@ fn an_error_in_the_stored_sweep_text_names_the_manifest_not_the_sweep_file() {
     );
     assert_eq!(read(&mpath), before, "nothing changed");
 }
+
+#[test]
+fn a_resume_of_a_finished_run_says_there_is_nothing_to_do_and_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = finished_run(tmp.path());
+    let snapshot = |out: &Path| {
+        let mut v: Vec<(PathBuf, Vec<u8>)> = files(out)
+            .into_iter()
+            .map(|p| (p.clone(), read(&p)))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = snapshot(&out);
+    let o = resume(&out);
+    assert_eq!(o.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.starts_with("nothing to do: "), "{said}");
+    assert!(
+        before == snapshot(&out),
+        "no file added, removed or changed"
+    );
+}

@@ -283,6 +283,31 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     } else {
         None
     };
+    if let (Some(r), Some(m)) = (&resumed, &old_manifest)
+        && m.finished_at.is_some()
+        && m.stopped.is_none()
+        && r.retry.is_empty()
+        && r.journal.unfinished.is_empty()
+        && !r.rewrite
+        && r.notes.is_empty()
+    {
+        // Nothing is run, written or stamped.
+        println!(
+            "nothing to do: {} finished at {} with a row for every planned unit{}",
+            dir.display(),
+            m.finished_at.as_deref().unwrap_or(""),
+            if opts.retry_interrupted {
+                ""
+            } else {
+                " (interrupted units run again with --retry-interrupted)"
+            }
+        );
+        return Ok(RunReport {
+            dir: None,
+            failures: 0,
+            stopped: None,
+        });
+    }
     let logs = work_dir.join("workers");
     std::fs::create_dir_all(&logs).map_err(|e| io("creating workers/", e))?;
 
@@ -489,7 +514,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     });
     manifest::write(&dir, &man).map_err(|e| io("writing manifest.json", e))?;
     if !opts.quiet {
-        print!("{}", summary.render());
+        print!("{}", summary.render(stopped.as_ref().map(|_| planned)));
         println!("run directory: {}", dir.display());
     }
     match &stopped {

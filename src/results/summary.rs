@@ -68,9 +68,23 @@ impl Summary {
         }
     }
 
-    pub fn render(&self) -> String {
+    /// The end-of-run summary. `planned`: the units the run planned, when it stopped before
+    /// its last one (the count then says how far it got).
+    pub fn render(&self, planned: Option<u64>) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "units: {} ({})", self.total(), self.counts_line());
+        match planned {
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    "units: {} of {p} planned done ({})",
+                    self.total(),
+                    self.counts_line()
+                );
+            }
+            None => {
+                let _ = writeln!(s, "units: {} ({})", self.total(), self.counts_line());
+            }
+        }
         if self.failures_total > 0 {
             let _ = writeln!(s, "failures:");
             for f in &self.failures {
