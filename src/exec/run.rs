@@ -290,6 +290,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         && r.journal.unfinished.is_empty()
         && !r.rewrite
         && r.notes.is_empty()
+        && every_unit_has_a_row(&sweep, &combos, shard, &r.ids())
     {
         // Nothing is run, written or stamped.
         println!(
@@ -535,6 +536,23 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         failures: summary.failures_total,
         stopped,
     })
+}
+
+/// Whether every unit of the plan (this shard's) has its row. A `solver = "all"` case is not
+/// known to be complete until its solvers are listed again: such a plan never reads as done.
+fn every_unit_has_a_row(
+    sweep: &Sweep,
+    combos: &[crate::spec::expand::EnvCombo],
+    shard: Option<Shard>,
+    ids: &HashSet<String>,
+) -> bool {
+    plan::cases(sweep, combos)
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
+        .all(|(_, (_, env_key, case))| {
+            case.solver != "all"
+                && ids.contains(&crate::op::unit_id(&case.id, &case.solver, &env_key))
+        })
 }
 
 /// Trials per unit: a resume keeps the run's; else `--trials`, else the sweep's `[timing]
