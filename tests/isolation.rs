@@ -13,6 +13,14 @@ fn bin() -> Command {
     c
 }
 
+/// The names of a directory's entries.
+fn names_in(dir: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect()
+}
+
 /// A copy sweep over `bytes` (fast units whose parameter the fault rules can name).
 fn sweep(dir: &Path, extra: &str) -> PathBuf {
     let text = format!(
@@ -604,10 +612,7 @@ fn a_worker_that_cannot_start_leaves_no_run_directory_behind() {
         .err()
         .expect("the run fails");
     assert!(err.to_string().contains("worker did not start"), "{err}");
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left = names_in(tmp.path());
     assert_eq!(
         left,
         vec![std::ffi::OsString::from("iso.toml")],
@@ -808,10 +813,7 @@ fn ctrl_c_stops_the_count_of_a_huge_forced_sweep_with_nothing_written() {
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130), "{rest}");
     assert!(rest.contains("nothing was written"), "{rest}");
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left = names_in(tmp.path());
     assert_eq!(
         left,
         vec![std::ffi::OsString::from("huge.toml")],
@@ -891,9 +893,6 @@ fn out_dot_in_an_empty_directory_is_refused_with_nothing_written() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("is the current directory"), "{err}");
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
-    let names: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let names = names_in(tmp.path());
     assert_eq!(names.len(), 2, "{names:?}");
 }

@@ -157,16 +157,8 @@ pub fn isolated_cache_vars(backend: &str) -> &'static [(&'static str, &'static s
     }
 }
 
-/// Backend names this build carries, and whether each is implemented yet.
-pub const KNOWN: &[(&str, bool)] = &[("cpu", true), ("cuda", true), ("rocm", true)];
-
-/// Opens a backend by name (`auto` picks the first available GPU backend, else the CPU).
-pub fn open(name: &str) -> Result<Box<dyn Backend>, String> {
-    open_explained(name).map(|(b, _)| b).map_err(|i| {
-        i.missing
-            .unwrap_or_else(|| format!("the {name} backend cannot run"))
-    })
-}
+/// Backend names this build carries (besides `auto`).
+pub const KNOWN: &[&str] = &["cpu", "cuda", "rocm"];
 
 /// An open backend and, for `auto`, what it picked and why.
 pub type Opened = (Box<dyn Backend>, Option<String>);
@@ -196,9 +188,9 @@ pub fn open_explained(name: &str) -> Result<Opened, Box<BackendInfo>> {
                 })
             }),
         "auto" => Ok(open_auto()),
-        other => Err(unavailable(format!(
-            "unknown backend `{other}`, expected one of: auto, cpu, cuda, rocm"
-        ))),
+        other => Err(unavailable(
+            check_name(other).err().unwrap_or_else(|| other.to_string()),
+        )),
     }
 }
 
@@ -230,7 +222,7 @@ fn open_auto() -> Opened {
 /// Checks a backend name before anything is written. Whether it can run here is the first
 /// worker's to say: this process never loads a vendor library.
 pub fn check_name(name: &str) -> Result<(), String> {
-    if name == "auto" || KNOWN.iter().any(|(k, _)| *k == name) {
+    if name == "auto" || KNOWN.contains(&name) {
         Ok(())
     } else {
         Err(format!(

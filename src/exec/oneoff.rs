@@ -80,7 +80,7 @@ impl Drop for OneOff {
 pub fn probe_all(only: Option<&str>) -> Vec<BackendInfo> {
     crate::backend::KNOWN
         .iter()
-        .map(|(name, _)| *name)
+        .copied()
         .filter(|name| only.is_none_or(|o| o == *name))
         .map(|name| match OneOff::start(name) {
             Ok(w) => w.info.clone(),

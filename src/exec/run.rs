@@ -264,10 +264,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let (work_dir, mut staging, mut lock_file) = if resuming {
         (dir.clone(), None, Some(lock(&dir)?))
     } else {
-        let s = rundir::Staging::create(&dir).map_err(|e| match e {
-            rundir::RunDirError::Create(..) => CmdError::Failure(e.to_string()),
-            _ => CmdError::BadInput(e.to_string()),
-        })?;
+        let s = rundir::Staging::create(&dir)?;
         (s.path.clone(), Some(s), None)
     };
     // A resume reads and reconciles everything first: a run directory it cannot use is bad

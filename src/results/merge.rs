@@ -457,10 +457,7 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
             .collect(),
     });
 
-    let mut staging = rundir::Staging::create(o.out).map_err(|e| match e {
-        rundir::RunDirError::Create(..) => CmdError::Failure(e.to_string()),
-        _ => CmdError::BadInput(e.to_string()),
-    })?;
+    let mut staging = rundir::Staging::create(o.out)?;
     write(&staging.path, op, &merged, &man)
         .and_then(|()| staging.publish())
         .map_err(|e| CmdError::Failure(format!("{}: {e}", show(o.out))))?;
