@@ -77,8 +77,11 @@ fn check_files(dir: &Path, written: &[PathBuf]) {
         let version = version.as_str().expect("version");
         assert!(html.contains(&format!("{lib} {version}")), "{lib} missing");
     }
+    // The safe-region map is HTML (cells that link to their units) unless it is too large to
+    // draw; the other plots are embedded pictures.
+    let maps = usize::from(html.contains("<table class=\"map\">"));
     assert_eq!(
-        html.matches("data:image/png;base64,").count(),
+        html.matches("data:image/png;base64,").count() + maps,
         3,
         "three plots embedded"
     );
@@ -118,10 +121,52 @@ fn rdna1_like_report_maps_the_compile_hangs_per_env() {
         "{md}"
     );
     assert!(md.contains("| hang | compile | default | MIOPEN_DEBUG_CONV_GEMM=1 |"));
+    // Every failure leads to its repro: its row carries the unit id in a copyable command, and
+    // its map cell links to that row.
+    let canonical = std::fs::canonicalize(&dir).expect("canonical run dir");
+    let csv = read(&dir, "results.csv");
+    let mut failures = 0;
+    for line in csv.lines().skip(1) {
+        let id = line.split(',').next().expect("unit id");
+        if !line.contains(",hang,") && !line.contains(",crash,") {
+            continue;
+        }
+        failures += 1;
+        let repro = format!("rocsweep repro {} {id}", canonical.display());
+        assert!(
+            md.contains(&format!("`{repro}`")),
+            "{id}: no repro in summary.md"
+        );
+        assert!(
+            html.contains(&format!("<code class=\"copy\">{repro}</code>")),
+            "{id}"
+        );
+        assert!(
+            html.contains(&format!("<tr id=\"u-{id}\">")),
+            "{id}: no row anchor"
+        );
+        assert!(
+            html.contains(&format!("<a href=\"#u-{id}\">")),
+            "{id}: no map link"
+        );
+    }
+    assert_eq!(failures, 7, "six hangs and a crash");
+    // Throughput lines hold the channels fixed: the legend names each family.
+    let tp = read(&dir, "throughput.svg");
+    let families = ["c_in→c_out=3→16", "c_in→c_out=16→32"];
+    assert!(
+        families.iter().all(|f| tp.contains(f)),
+        "families in the legend"
+    );
+    // The map cells say which unit they are when pointed at.
+    assert!(
+        html.contains("title=\"hang in compile · solver default"),
+        "cell title"
+    );
 }
 
 #[test]
-fn release_a_report_has_no_failures_and_a_fastest_table() {
+fn release_a_report_has_no_failures_and_names_its_cases() {
     let (_tmp, dir) = copy_of("release-a");
     let written = rocsweep::report::write(&dir).expect("report");
     check_files(&dir, &written);
@@ -182,6 +227,53 @@ fn every_status_report_names_each_status_and_escapes_error_text() {
     for code in ["H:compile", "C:run", "I:alloc", ">\nF\n<"] {
         assert!(svg.contains(code), "{code} missing from the heatmap");
     }
+}
+
+#[test]
+fn the_map_opens_on_the_worst_and_best_over_solvers_and_colours_inferred_cells_by_their_source() {
+    let (_tmp, dir) = copy_of("every-status");
+    // Point the inferred failure at the run's measured crash instead of a unit that is not there.
+    let csv =
+        read(&dir, "results.csv").replace("[unit 0000000000000000]", "[unit 5718b45527db04d7]");
+    std::fs::write(dir.join("results.csv"), csv).expect("write");
+    rocsweep::report::write(&dir).expect("report");
+    let svg = read(&dir, "heatmap.svg");
+    assert!(svg.contains("worst of 2 solvers") && svg.contains("best of 2 solvers"));
+    let worst = svg.find("worst of 2 solvers").expect("worst panel");
+    let per_solver = svg.find("solver default").expect("solver panel");
+    assert!(worst < per_solver, "the overview comes first");
+    let html = read(&dir, "report.html");
+    let crash = "background:#212121";
+    let cell = html
+        .split("<td")
+        .find(|td| td.contains("unit ee242be1fdc178bf"))
+        .expect("the inferred-fail cell");
+    assert!(
+        cell.contains(crash),
+        "inferred from a crash, drawn as one: {cell}"
+    );
+    assert!(cell.contains("class=\"hatched\""), "and hatched: {cell}");
+}
+
+#[test]
+fn one_solver_everywhere_is_one_line_not_a_table() {
+    let (_tmp, dir) = copy_of("release-a");
+    rocsweep::report::write(&dir).expect("report");
+    let md = read(&dir, "summary.md");
+    let section = md
+        .split("## Fastest solver per case")
+        .nth(1)
+        .expect("section");
+    let body = section.split("\n## ").next().unwrap_or("");
+    assert!(!body.contains("| case |"), "no table: {body}");
+    assert!(
+        body.contains("default is the only timed solver in all 8 cases"),
+        "{body}"
+    );
+    // With a choice between envs the table stays (rdna1-like: the env decides).
+    let (_tmp2, dir) = copy_of("rdna1-like");
+    rocsweep::report::write(&dir).expect("report");
+    assert!(read(&dir, "summary.md").contains("| case | fastest solver | env |"));
 }
 
 #[test]

@@ -99,6 +99,7 @@ impl Counts {
                 text: s.name().to_string(),
                 line: false,
                 hatched: s.is_inferred(),
+                shape: None,
             })
             .collect()
     }

@@ -262,6 +262,77 @@ pub struct LegendItem {
     pub line: bool,
     /// Diagonal lines over the square: the mark of inferred (not measured) cells.
     pub hatched: bool,
+    /// A marker instead of a square or line (the shape that tells a throughput family apart).
+    pub shape: Option<Shape>,
+}
+
+/// Point markers, told apart without colour.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+    Plus,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 6] = [
+        Shape::Circle,
+        Shape::Square,
+        Shape::Triangle,
+        Shape::Diamond,
+        Shape::Cross,
+        Shape::Plus,
+    ];
+}
+
+/// A marker of radius `r` pixels centred on `(x, y)`.
+pub fn marker<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    (x, y): (i32, i32),
+    shape: Shape,
+    r: i32,
+    color: RGBColor,
+) -> DrawResult<DB> {
+    let stroke = color.stroke_width(2);
+    match shape {
+        Shape::Circle => c.area.draw(&Circle::new((x, y), r, color.filled())),
+        Shape::Square => c.area.draw(&Rectangle::new(
+            [(x - r, y - r), (x + r, y + r)],
+            color.filled(),
+        )),
+        Shape::Triangle => c.area.draw(&Polygon::new(
+            vec![(x, y - r - 1), (x + r + 1, y + r), (x - r - 1, y + r)],
+            color.filled(),
+        )),
+        Shape::Diamond => c.area.draw(&Polygon::new(
+            vec![
+                (x, y - r - 1),
+                (x + r + 1, y),
+                (x, y + r + 1),
+                (x - r - 1, y),
+            ],
+            color.filled(),
+        )),
+        Shape::Cross => {
+            c.area.draw(&PathElement::new(
+                vec![(x - r, y - r), (x + r, y + r)],
+                stroke,
+            ))?;
+            c.area.draw(&PathElement::new(
+                vec![(x - r, y + r), (x + r, y - r)],
+                stroke,
+            ))
+        }
+        Shape::Plus => {
+            c.area
+                .draw(&PathElement::new(vec![(x - r, y), (x + r, y)], stroke))?;
+            c.area
+                .draw(&PathElement::new(vec![(x, y - r), (x, y + r)], stroke))
+        }
+    }
 }
 
 /// Spacing of hatch lines, in pixels.
@@ -338,7 +409,9 @@ pub fn draw_legend<DB: DrawingBackend>(
         let cy = y0 + r as i32 * LEGEND_ROW + LEGEND_ROW / 2;
         for &i in row {
             let it = &items[i];
-            if it.line {
+            if let Some(shape) = it.shape {
+                marker(c, (x + SWATCH / 2, cy), shape, 5, it.color)?;
+            } else if it.line {
                 c.area.draw(&PathElement::new(
                     vec![(x, cy), (x + SWATCH, cy)],
                     it.color.stroke_width(3),

@@ -5,7 +5,7 @@ use crate::analyze::rundata::{Row, RunData};
 use crate::results::status::Status;
 use plotters::style::RGBColor;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Fixed per status so that every report of every run reads the same way.
 pub fn color(s: Status) -> RGBColor {
@@ -147,6 +147,8 @@ pub struct Facts<'a> {
     /// `varying` grouped by `leaders`.
     pub groups: Vec<(String, Vec<String>)>,
     pub metric: Metric,
+    /// Each unit's status, to colour an inferred unit as the measured one it stands for.
+    status_of: HashMap<&'a str, Status>,
 }
 
 impl<'a> Facts<'a> {
@@ -192,6 +194,11 @@ impl<'a> Facts<'a> {
             varying,
             groups: Vec::new(),
             metric: Metric::for_op(&run.manifest.sweep.op),
+            status_of: run
+                .rows
+                .iter()
+                .map(|r| (r.unit_id.as_str(), r.status))
+                .collect(),
         };
         f.groups = f.leaders(&f.varying);
         f
@@ -210,6 +217,51 @@ impl<'a> Facts<'a> {
             }
         }
         out
+    }
+
+    /// The status whose colour a unit is drawn in: its own, except that an inferred failure
+    /// takes the colour of the measured failure it was inferred from (a crash stays crash-dark,
+    /// a hang hang-red), named last in its error text as `[unit ID]`.
+    pub fn shade(&self, r: &Row) -> Status {
+        if r.status != Status::InferredFail {
+            return r.status;
+        }
+        r.error
+            .rsplit("[unit ")
+            .next()
+            .filter(|_| r.error.contains("[unit "))
+            .and_then(|rest| rest.split(']').next())
+            .and_then(|id| self.status_of.get(id))
+            .copied()
+            .filter(|s| s.is_failure())
+            .unwrap_or(Status::InferredFail)
+    }
+
+    /// The parameter that is the problem's size (`h` for conv2d, `m` for gemm, `size`, `count`
+    /// or `bytes` for the others) when it varies, else the first numeric one that does: the
+    /// heatmap's x axis, and what a throughput line runs along.
+    pub fn size_param(&self) -> Option<String> {
+        let f = self;
+        let op = f.run.manifest.sweep.op.as_str();
+        let preferred: &[&str] = match op {
+            "conv2d" => &["h", "w"],
+            "gemm" => &["m", "n", "k"],
+            "graph" => &["size"],
+            "copy" => &["bytes"],
+            "rng" | "cast" => &["count"],
+            _ => &[],
+        };
+        if let Some(p) = preferred.iter().find(|p| f.varying.iter().any(|v| v == *p)) {
+            return Some(p.to_string());
+        }
+        f.varying
+            .iter()
+            .find(|name| {
+                f.rows()
+                    .iter()
+                    .all(|r| r.param_f64(name).is_some_and(f64::is_finite))
+            })
+            .cloned()
     }
 
     pub fn rows(&self) -> &'a [Row] {

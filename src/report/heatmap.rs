@@ -8,11 +8,14 @@
 //! - y: every other varying parameter, channels first (`c_in→c_out`). When that makes more than
 //!   `MAX_ROWS` rows, trailing parameters are folded: a cell then holds several units and shows
 //!   the most severe status (`facts::severity`), which the subtitle says.
-//! - panels: one per (env combination, solver) that has rows, all on the same grid so they
-//!   compare cell by cell.
+//! - panels: with more than one solver, first two overviews per env combination (the worst
+//!   and the best status over all solvers in each cell), then one per (env combination,
+//!   solver) that has rows, `default` first; all on the same grid so they compare cell by
+//!   cell, as many side by side as fit in `MAX_WIDTH`.
 //! - cells whose status was inferred by a boundary search (`inferred-ok`, `inferred-fail`: the
-//!   unit never ran) are hatched with diagonal lines over the colour of what they stand for, and
-//!   the legend says so.
+//!   unit never ran) are hatched with diagonal lines over the colour of what they stand for (an
+//!   inferred failure in the colour of the measured failure it was inferred from), and the
+//!   legend says so.
 
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
 use super::facts::{self, Facts, NO_UNIT};
@@ -21,10 +24,12 @@ use crate::error::CmdError;
 use crate::results::status::Status;
 use plotters::prelude::*;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 const MAX_ROWS: usize = 40;
+/// Panels go side by side up to this width.
+const MAX_WIDTH: u32 = 2400;
 const CELL_H: u32 = 30;
 const MARGIN: u32 = 20;
 const TOP: u32 = 70;
@@ -35,26 +40,45 @@ const BELOW_GRID_H: u32 = 62;
 const LABEL_PX: f64 = 13.0;
 
 #[derive(Clone, Debug)]
-struct Cell {
-    status: Status,
-    phase: String,
+pub(super) struct Cell {
+    pub status: Status,
+    /// The status whose colour the cell takes (`Facts::shade`: an inferred failure is drawn
+    /// in the colour of the failure it was inferred from).
+    pub shade: Status,
+    pub phase: String,
+    /// The unit the cell shows (the worst, or for a "best of" panel the best, of its units).
+    pub unit_id: String,
+    pub solver: String,
+    pub case: String,
+    /// Units the cell stands for.
+    pub units: usize,
 }
 
-struct Panel {
-    title: String,
+/// Which unit of several a panel's cell shows.
+#[derive(Clone, Copy, PartialEq)]
+enum Pick {
+    Worst,
+    Best,
+}
+
+pub(super) struct Panel {
+    pub title: String,
+    /// Overview panels (over all solvers) come first; the rest are one per solver.
+    pub overview: bool,
+    pick: Pick,
     /// Row-major, `y_labels.len()` rows of `x_labels.len()` cells; None where no unit ran.
-    cells: Vec<Option<Cell>>,
+    pub cells: Vec<Option<Cell>>,
 }
 
 pub struct Heatmap {
-    title: String,
+    pub title: String,
     /// One or two lines: the run, then how cells fold units when they do.
-    subtitle: Vec<String>,
-    x_title: String,
-    y_title: String,
-    x_labels: Vec<String>,
-    y_labels: Vec<String>,
-    panels: Vec<Panel>,
+    pub subtitle: Vec<String>,
+    pub x_title: String,
+    pub y_title: String,
+    pub x_labels: Vec<String>,
+    pub y_labels: Vec<String>,
+    pub panels: Vec<Panel>,
     cell_w: u32,
     y_label_w: u32,
     cols: u32,
@@ -62,7 +86,7 @@ pub struct Heatmap {
 
 pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     match build(f) {
-        Some(h) if too_large(h.size()) => {
+        Some(h) if !h.drawable() => {
             let (w, hh) = h.size();
             draw::render(
                 &draw::NoData {
@@ -97,28 +121,6 @@ fn too_large((w, h): (u32, u32)) -> bool {
 
 fn title(f: &Facts) -> String {
     format!("Safe region: {} on {}", f.run.manifest.sweep.op, f.device())
-}
-
-fn x_param(op: &str, f: &Facts) -> Option<String> {
-    let preferred: &[&str] = match op {
-        "conv2d" => &["h", "w"],
-        "gemm" => &["m", "n", "k"],
-        "graph" => &["size"],
-        "copy" => &["bytes"],
-        "rng" | "cast" => &["count"],
-        _ => &[],
-    };
-    if let Some(p) = preferred.iter().find(|p| f.varying.iter().any(|v| v == *p)) {
-        return Some(p.to_string());
-    }
-    f.varying
-        .iter()
-        .find(|name| {
-            f.rows()
-                .iter()
-                .all(|r| r.param_f64(name).is_some_and(f64::is_finite))
-        })
-        .cloned()
 }
 
 /// Orders a parameter's values: numbers numerically, words (directions, dtypes) in the order
@@ -230,8 +232,7 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
     if rows.is_empty() {
         return None;
     }
-    let op = f.run.manifest.sweep.op.as_str();
-    let x = x_param(op, f);
+    let x = f.size_param();
     let x_of = |r: &Row| -> String {
         x.as_deref()
             .map_or("all".to_string(), |p| r.param(p).unwrap_or("").to_string())
@@ -292,55 +293,51 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         y_keys.iter().map(|k| y_label(&y_params, k)).collect()
     };
 
-    let multi_env = f.envs.len() > 1;
-    let mut panel_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
-    let mut keys: Vec<(usize, usize)> = rows
-        .iter()
-        .map(|r| {
-            let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
-            (f.env_index(&r.env), s)
-        })
-        .collect();
-    keys.sort();
-    keys.dedup();
     let nx = x_labels.len();
     let ny = y_labels.len();
-    let mut panels: Vec<Panel> = Vec::new();
-    for (e, s) in keys {
-        let mut parts = Vec::new();
-        if multi_env {
-            parts.push(f.env_labels[e].clone());
-        }
-        parts.push(format!("solver {}", f.solvers[s]));
-        panel_of.insert((e, s), panels.len());
-        panels.push(Panel {
-            title: parts.join(" · "),
-            cells: vec![None; nx * ny],
-        });
-    }
-    let mut units_per_cell: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    let (mut panels, panel_of) = panels_for(f, nx * ny);
     for r in rows {
         let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
-        let Some(&p) = panel_of.get(&(f.env_index(&r.env), s)) else {
-            continue;
-        };
+        let e = f.env_index(&r.env);
         let xi = x_index.get(x_of(r).as_str()).copied().unwrap_or(0);
         let yk = y_key(r, &y_params);
         let yi = y_index.get(yk.as_slice()).copied().unwrap_or(0);
         let idx = yi * nx + xi;
-        *units_per_cell.entry((p, idx)).or_default() += 1;
-        let cell = &mut panels[p].cells[idx];
-        let worse = cell
-            .as_ref()
-            .is_none_or(|c| facts::severity(r.status) > facts::severity(c.status));
-        if worse {
-            *cell = Some(Cell {
-                status: r.status,
-                phase: r.phase.clone(),
-            });
+        for key in [(e, Some(s)), (e, None)] {
+            for &p in panel_of.get(&key).into_iter().flatten() {
+                let panel = &mut panels[p];
+                let pick = panel.pick;
+                let cell = panel.cells[idx].get_or_insert_with(|| Cell {
+                    status: r.status,
+                    shade: f.shade(r),
+                    phase: r.phase.clone(),
+                    unit_id: r.unit_id.clone(),
+                    solver: r.solver.clone(),
+                    case: f.case_label(r),
+                    units: 0,
+                });
+                cell.units += 1;
+                let (new, old) = (facts::severity(r.status), facts::severity(cell.status));
+                let replace = match pick {
+                    Pick::Worst => new > old,
+                    Pick::Best => new < old,
+                };
+                if replace {
+                    cell.status = r.status;
+                    cell.shade = f.shade(r);
+                    cell.phase = r.phase.clone();
+                    cell.unit_id = r.unit_id.clone();
+                    cell.solver = r.solver.clone();
+                    cell.case = f.case_label(r);
+                }
+            }
         }
     }
-    let shared = units_per_cell.values().any(|n| *n > 1);
+    let shared = panels
+        .iter()
+        .filter(|p| !p.overview)
+        .flat_map(|p| p.cells.iter().flatten())
+        .any(|c| c.units > 1);
 
     let x_title = match &x {
         Some(p) if x_followers.is_empty() => p.clone(),
@@ -365,6 +362,12 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         ));
         subtitle.push(facts::severity_text());
     }
+    if panels.iter().any(|p| p.overview) {
+        subtitle.push(
+            "first the worst and the best status over all solvers in each cell (unsafe with any? safe with some?), then one panel per solver"
+                .to_string(),
+        );
+    }
     let lf = draw::font(LABEL_PX);
     let y_title = y_title(&groups[..y_params.len()]);
     let y_label_w = y_labels
@@ -380,11 +383,14 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         + 10;
     let cell_w = (680 / nx.max(1) as u32).clamp(46, 96);
     let panel_w = y_label_w + cell_w * nx as u32 + MARGIN;
-    let cols = if panels.len() > 1 && 2 * panel_w <= 1600 {
-        2
-    } else {
-        1
-    };
+    // As many panels side by side as fit in MAX_WIDTH: 56 cuDNN engines in one column made a
+    // map 16,000 pixels tall.
+    let widest_section = panels
+        .iter()
+        .filter(|p| p.overview)
+        .count()
+        .max(panels.iter().filter(|p| !p.overview).count());
+    let cols = (MAX_WIDTH / panel_w).clamp(1, widest_section.max(1) as u32);
     Some(Heatmap {
         title: title(f),
         subtitle,
@@ -399,6 +405,73 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
     })
 }
 
+/// (env, Some(solver)) or (env, None) to the panels a unit of them lands in.
+type PanelsOf = HashMap<(usize, Option<usize>), Vec<usize>>;
+
+/// The panels and which of them each unit lands in, keyed by (env, Some(solver)) for a
+/// solver's own panel and (env, None) for the overview panels of its env combination. With
+/// more than one solver the map opens on two overviews per env combination: the worst status
+/// over all solvers (is any solver unsafe here?) and the best (is this shape safe with
+/// anything?); then one panel per solver, `default` first when the run has it.
+fn panels_for(
+    f: &Facts,
+    n_cells: usize,
+) -> (Vec<Panel>, PanelsOf) {
+    let multi_env = f.envs.len() > 1;
+    let cells = vec![None; n_cells];
+    let mut keys: Vec<(usize, usize)> = f
+        .rows()
+        .iter()
+        .map(|r| {
+            let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
+            (f.env_index(&r.env), s)
+        })
+        .collect();
+    keys.sort_by_key(|&(e, s)| (e, f.solvers[s] != "default", s));
+    keys.dedup();
+    let env_part = |e: usize| {
+        if multi_env {
+            format!("{} · ", f.env_labels[e])
+        } else {
+            String::new()
+        }
+    };
+    let mut panels: Vec<Panel> = Vec::new();
+    let mut panel_of: PanelsOf = HashMap::new();
+    let solvers_in = |e: usize| keys.iter().filter(|k| k.0 == e).count();
+    let envs: Vec<usize> = keys
+        .iter()
+        .map(|k| k.0)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    for &e in &envs {
+        let n = solvers_in(e);
+        if n < 2 {
+            continue;
+        }
+        for (pick, what) in [(Pick::Worst, "worst"), (Pick::Best, "best")] {
+            panel_of.entry((e, None)).or_default().push(panels.len());
+            panels.push(Panel {
+                title: format!("{}{what} of {n} solvers", env_part(e)),
+                overview: true,
+                pick,
+                cells: cells.clone(),
+            });
+        }
+    }
+    for &(e, s) in &keys {
+        panel_of.entry((e, Some(s))).or_default().push(panels.len());
+        panels.push(Panel {
+            title: format!("{}solver {}", env_part(e), f.solvers[s]),
+            overview: false,
+            pick: Pick::Worst,
+            cells: cells.clone(),
+        });
+    }
+    (panels, panel_of)
+}
+
 fn legend_items() -> Vec<LegendItem> {
     let mut v: Vec<LegendItem> = Status::ALL
         .iter()
@@ -411,14 +484,17 @@ fn legend_items() -> Vec<LegendItem> {
             } else {
                 format!("{code} {s}")
             };
-            if s.is_inferred() {
+            if *s == Status::InferredOk {
                 text.push_str(" (hatched: inferred, not run)");
+            } else if *s == Status::InferredFail {
+                text.push_str(" (hatched, in the colour of the failure it was inferred from)");
             }
             LegendItem {
                 color: facts::color(*s),
                 text,
                 line: false,
                 hatched: s.is_inferred(),
+                shape: None,
             }
         })
         .collect();
@@ -427,11 +503,20 @@ fn legend_items() -> Vec<LegendItem> {
         text: "no unit".to_string(),
         line: false,
         hatched: false,
+        shape: None,
     });
     v
 }
 
 impl Heatmap {
+    /// Cells over all panels.
+    pub fn cells(&self) -> usize {
+        self.panels.len() * self.x_labels.len() * self.y_labels.len()
+    }
+    /// Whether the map is small enough to draw (and to show as HTML): past it a note stands in.
+    pub fn drawable(&self) -> bool {
+        !too_large(self.size())
+    }
     fn panel_w(&self) -> u32 {
         self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN
     }
@@ -468,7 +553,7 @@ impl Heatmap {
             for xi in 0..nx {
                 let x0 = gx + xi as i32 * cw;
                 let cell = p.cells[yi * nx + xi].as_ref();
-                let bg = cell.map_or(NO_UNIT, |cell| facts::color(cell.status));
+                let bg = cell.map_or(NO_UNIT, |cell| facts::color(cell.shade));
                 let (a, b) = ((x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1));
                 c.area.draw(&Rectangle::new([a, b], bg.filled()))?;
                 if cell.is_some_and(|cell| cell.status.is_inferred()) {
@@ -543,12 +628,37 @@ fn cell_text<DB: DrawingBackend>(
     c.text(code, (cx, cy), &draw::bold(12.0), &color, draw::CENTER)
 }
 
+impl Heatmap {
+    /// (column, row) of each panel: the overview panels fill the first rows, the per-solver
+    /// panels start on a row of their own.
+    fn places(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::with_capacity(self.panels.len());
+        let (mut col, mut row) = (0u32, 0u32);
+        for (i, p) in self.panels.iter().enumerate() {
+            let section_starts = i > 0 && self.panels[i - 1].overview && !p.overview;
+            if col == self.cols || (section_starts && col > 0) {
+                col = 0;
+                row += 1;
+            }
+            out.push((col, row));
+            col += 1;
+        }
+        out
+    }
+
+    fn grid_rows(&self) -> u32 {
+        self.places().last().map_or(0, |p| p.1 + 1)
+    }
+}
+
 impl Figure for Heatmap {
     fn size(&self) -> (u32, u32) {
-        let rows = (self.panels.len() as u32).div_ceil(self.cols);
         let w = self.width();
         let legend = draw::legend_height(&legend_items(), &draw::font(13.0), w - 2 * MARGIN);
-        (w, self.top() + rows * self.panel_h() + legend + 2 * MARGIN)
+        (
+            w,
+            self.top() + self.grid_rows() * self.panel_h() + legend + 2 * MARGIN,
+        )
     }
 
     fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
@@ -560,23 +670,20 @@ impl Figure for Heatmap {
         // Centre the panel grid when the figure is wider than the panels need.
         let used = self.cols * self.panel_w();
         let left = ((w - used) / 2) as i32;
-        for (i, p) in self.panels.iter().enumerate() {
-            let col = i as u32 % self.cols;
-            let row = i as u32 / self.cols;
+        for (p, (col, row)) in self.panels.iter().zip(self.places()) {
             let origin = (
                 left + (col * self.panel_w()) as i32,
                 (self.top() + row * self.panel_h()) as i32,
             );
             self.draw_panel(c, p, origin)?;
         }
-        let rows = (self.panels.len() as u32).div_ceil(self.cols);
         draw::draw_legend(
             c,
             &legend_items(),
             &draw::font(13.0),
             (
                 MARGIN as i32,
-                (self.top() + rows * self.panel_h() + MARGIN / 2) as i32,
+                (self.top() + self.grid_rows() * self.panel_h() + MARGIN / 2) as i32,
             ),
             w - 2 * MARGIN,
         )

@@ -2,19 +2,27 @@
 //! external files) that can be mailed or attached to a bug report as it is.
 
 use super::facts::{self, Facts};
+use super::heatmap;
+use super::map;
+use super::table::{self, Cell, Fastest, Table};
 use crate::analyze::rundata::Row;
 use crate::error::CmdError;
 use crate::results::status::Status;
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// Tables stop here so a run with thousands of failures still opens in a browser; the CSV has
 /// the rest.
 const MAX_TABLE_ROWS: usize = 500;
+/// Past this many cells the map is shown as the picture (the page would grow past a few MB).
+const MAX_MAP_CELLS: usize = 40_000;
 
 /// A plot already written next to the report, to embed.
 pub struct Plot {
     pub heading: &'static str,
+    /// Shown as an HTML map whose cells lead to their units (the heatmap) instead of the image.
+    pub as_map: bool,
     pub png: PathBuf,
     pub svg: PathBuf,
     pub caption: String,
@@ -80,6 +88,7 @@ figure { margin: 8px 0 16px 0; }
 figure img { max-width: 100%; border: 1px solid #e0e0e0; }
 figcaption { color: #555; font-size: 13px; margin-top: 4px; }
 code { font-size: 13px; word-break: break-all; }
+code.copy { user-select: all; -webkit-user-select: all; white-space: nowrap; background: #f5f5f5; padding: 1px 4px; }
 .note { color: #555; font-size: 14px; }
 "#;
 
@@ -120,7 +129,8 @@ fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
     let name = escape(&m.sweep.name);
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rocsweep report: {name}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rocsweep report: {name}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>\n",
+        map::STYLE
     );
     let _ = write!(
         h,
@@ -131,36 +141,54 @@ fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
     );
     run_table(&mut h, f);
     counts_table(&mut h, f);
-    for p in plots {
-        let bytes = std::fs::read(&p.png)
-            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.png.display())))?;
-        let _ = write!(
-            h,
-            "<h2>{}</h2>\n<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} <a href=\"{}\">{}</a> · <a href=\"{}\">{}</a></figcaption></figure>\n",
-            escape(p.heading),
-            base64(&bytes),
-            escape(p.heading),
-            escape(&p.caption),
-            escape(&file_name(&p.png)),
-            escape(&file_name(&p.png)),
-            escape(&file_name(&p.svg)),
-            escape(&file_name(&p.svg)),
-        );
-    }
     let not_ok = f.not_ok();
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
         not_ok.into_iter().partition(|r| r.status.is_failure());
+    // The units that have a row in a table below, so a map cell can link to it.
+    let listed: HashSet<&str> = failures
+        .iter()
+        .take(MAX_TABLE_ROWS)
+        .chain(not_run.iter().take(MAX_TABLE_ROWS))
+        .map(|r| r.unit_id.as_str())
+        .collect();
+    for p in plots {
+        let _ = writeln!(h, "<h2>{}</h2>", escape(p.heading));
+        let links = format!(
+            "<a href=\"{0}\">{0}</a> · <a href=\"{1}\">{1}</a>",
+            escape(&file_name(&p.png)),
+            escape(&file_name(&p.svg))
+        );
+        let map = if p.as_map { heatmap::build(f) } else { None };
+        if let Some(map) = map.filter(|m| m.drawable() && m.cells() <= MAX_MAP_CELLS) {
+            map::write(&mut h, &map, &listed);
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">{} Point at a cell for its unit; a cell that did not end ok leads to its row below, with the command that reproduces it. As pictures: {links}</p>",
+                escape(&p.caption)
+            );
+            continue;
+        }
+        let bytes = std::fs::read(&p.png)
+            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.png.display())))?;
+        let _ = writeln!(
+            h,
+            "<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} {links}</figcaption></figure>",
+            base64(&bytes),
+            escape(p.heading),
+            escape(&p.caption),
+        );
+    }
     h.push_str("<h2>Failures</h2>\n");
     if failures.is_empty() {
         h.push_str("<p class=\"note\">No unit failed (no mismatch, zeros, nonfinite, hang, crash or error).</p>\n");
     } else {
-        units_table(&mut h, f, &failures);
+        table(&mut h, &table::units(f, &failures));
     }
     h.push_str("<h2>Not supported, skipped or interrupted</h2>\n");
     if not_run.is_empty() {
         h.push_str("<p class=\"note\">None.</p>\n");
     } else {
-        units_table(&mut h, f, &not_run);
+        table(&mut h, &table::units(f, &not_run));
     }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(
@@ -362,118 +390,65 @@ fn error_cell(error: &str) -> String {
     out
 }
 
-fn units_table(h: &mut String, f: &Facts, rows: &[&Row]) {
-    let multi_env = f.envs.len() > 1;
-    h.push_str("<table>\n<tr><th>status</th><th>phase</th><th>solver</th>");
-    if multi_env {
-        h.push_str("<th>env</th>");
-    }
-    h.push_str("<th>case</th><th>error</th></tr>\n");
-    for r in rows.iter().take(MAX_TABLE_ROWS) {
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>",
-            badge(r.status),
-            escape(&r.phase),
-            escape(&r.solver)
-        );
-        if multi_env {
-            let _ = write!(h, "<td>{}</td>", escape(f.env_label(&r.env)));
-        }
-        let _ = writeln!(
-            h,
-            "<td title=\"{} {}\">{}</td><td>{}</td></tr>",
-            escape(&r.case_id),
-            escape(&r.params_text()),
-            escape(&f.case_label(r)),
-            error_cell(&r.error)
-        );
-    }
-    h.push_str("</table>\n");
-    if rows.len() > MAX_TABLE_ROWS {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">{} more in results.csv.</p>",
-            rows.len() - MAX_TABLE_ROWS
-        );
-    }
-}
-
-fn fastest_table(h: &mut String, f: &Facts) {
-    let fastest = f.fastest();
-    h.push_str("<h2>Fastest solver per case</h2>\n");
-    if fastest.is_empty() {
-        h.push_str("<p class=\"note\">No timings: no unit ended ok with a median time.</p>\n");
-        return;
-    }
-    let multi_env = f.envs.len() > 1;
-    let unit = f.metric.rate_unit();
-    h.push_str("<table>\n<tr><th>case</th><th>fastest solver</th>");
-    if multi_env {
-        h.push_str("<th>env</th>");
-    }
-    // With one timed unit per case there is no choice to show.
-    let choice = fastest.iter().any(|x| x.timed > 1);
-    let _ = write!(
-        h,
-        "<th class=\"num\">median ms</th><th class=\"num\">{unit}</th>"
-    );
-    if choice {
-        h.push_str("<th>next fastest</th><th class=\"num\">timed units</th>");
+/// Any of the report's tables (`table::Table`), capped at `MAX_TABLE_ROWS`.
+fn table(h: &mut String, t: &Table) {
+    h.push_str("<table>\n<tr>");
+    for c in &t.columns {
+        let class = if c.numeric { " class=\"num\"" } else { "" };
+        let _ = write!(h, "<th{class}>{}</th>", escape(&c.name));
     }
     h.push_str("</tr>\n");
-    let who = |r: &Row| {
-        if multi_env {
-            format!("{} · {}", r.solver, f.env_label(&r.env))
-        } else {
-            r.solver.clone()
-        }
-    };
-    for x in fastest.iter().take(MAX_TABLE_ROWS) {
-        let b = x.best;
-        let _ = write!(
-            h,
-            "<tr><td title=\"{}\">{}</td><td>{}</td>",
-            escape(&b.case_id),
-            escape(&f.case_label(b)),
-            escape(&b.solver)
-        );
-        if multi_env {
-            let _ = write!(h, "<td>{}</td>", escape(f.env_label(&b.env)));
-        }
-        let median = b.median_ms.map(facts::ms).unwrap_or_default();
-        let rate = f
-            .metric
-            .rate(b)
-            .map(|v| format!("{v:.2}"))
-            .unwrap_or_default();
-        let next = match (x.runner_up, b.median_ms) {
-            (Some(n), Some(bm)) if bm > 0.0 => {
-                format!("{} ({:.2}x slower)", who(n), n.median_ms.unwrap_or(bm) / bm)
+    for (row, anchor) in t.rows.iter().zip(&t.anchors).take(MAX_TABLE_ROWS) {
+        match anchor {
+            Some(id) => {
+                let _ = write!(h, "<tr id=\"{}\">", anchor_id(id));
             }
-            _ => "(only one)".to_string(),
-        };
-        let _ = write!(
-            h,
-            "<td class=\"num\">{median}</td><td class=\"num\">{rate}</td>"
-        );
-        if choice {
-            let _ = write!(
-                h,
-                "<td>{}</td><td class=\"num\">{}</td>",
-                escape(&next),
-                x.timed
-            );
+            None => h.push_str("<tr>"),
+        }
+        for c in row {
+            h.push_str(&cell(c));
         }
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
-    if fastest.len() > MAX_TABLE_ROWS {
+    if t.rows.len() > MAX_TABLE_ROWS {
         let _ = writeln!(
             h,
-            "<p class=\"note\">{} more cases in results.csv.</p>",
-            fastest.len() - MAX_TABLE_ROWS
+            "<p class=\"note\">{} more in {}.</p>",
+            t.rows.len() - MAX_TABLE_ROWS,
+            t.rest_in
         );
+    }
+}
+
+/// The link target of a unit's row: ids are hex, but they come from a file.
+pub fn anchor_id(unit_id: &str) -> String {
+    format!("u-{}", escape(unit_id))
+}
+
+fn cell(c: &Cell) -> String {
+    match c {
+        Cell::Text(t) => format!("<td>{}</td>", escape(t)),
+        Cell::Num(t) => format!("<td class=\"num\">{}</td>", escape(t)),
+        Cell::Status(s) => format!("<td>{}</td>", badge(*s)),
+        Cell::Code(t) => format!("<td><code class=\"copy\">{}</code></td>", escape(t)),
+        Cell::Error(e) => format!("<td>{}</td>", error_cell(e)),
+        Cell::Titled { text, title } => {
+            format!("<td title=\"{}\">{}</td>", escape(title), escape(text))
+        }
+    }
+}
+
+fn fastest_table(h: &mut String, f: &Facts) {
+    h.push_str("<h2>Fastest solver per case</h2>\n");
+    match table::fastest(f) {
+        Fastest::None => {
+            h.push_str("<p class=\"note\">No timings: no unit ended ok with a median time.</p>\n")
+        }
+        Fastest::Same(line) => {
+            let _ = writeln!(h, "<p>{}</p>", escape(&line));
+        }
+        Fastest::Table(t) => table(h, &t),
     }
 }
 

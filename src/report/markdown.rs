@@ -1,6 +1,7 @@
 //! summary.md: the report's facts as Markdown, for pasting into an issue or a pull request.
 
 use super::facts::{self, Facts};
+use super::table::{self, Cell, Fastest, Table};
 use crate::analyze::rundata::Row;
 use crate::error::CmdError;
 use crate::results::status::Status;
@@ -101,13 +102,13 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     if failures.is_empty() {
         s.push_str("None.\n");
     } else {
-        units_table(&mut s, f, &failures);
+        table(&mut s, &table::units(f, &failures));
     }
     s.push_str("\n## Not supported, skipped or interrupted\n\n");
     if not_run.is_empty() {
         s.push_str("None.\n");
     } else {
-        units_table(&mut s, f, &not_run);
+        table(&mut s, &table::units(f, &not_run));
     }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(s, "\n## Inferred\n\n{note}");
@@ -149,80 +150,64 @@ fn counts_table(s: &mut String, f: &Facts) {
     }
 }
 
-fn units_table(s: &mut String, f: &Facts, rows: &[&Row]) {
-    let multi_env = f.envs.len() > 1;
-    s.push_str("| status | phase | solver |");
-    if multi_env {
-        s.push_str(" env |");
+/// Any of the report's tables (`table::Table`), capped at `MAX_TABLE_ROWS`.
+fn table(s: &mut String, t: &Table) {
+    s.push('|');
+    for c in &t.columns {
+        let _ = write!(s, " {} |", cell(&c.name));
     }
-    s.push_str(" case | error |\n|---|---|---|");
-    if multi_env {
-        s.push_str("---|");
+    s.push_str("\n|");
+    for c in &t.columns {
+        s.push_str(if c.numeric { "---:|" } else { "---|" });
     }
-    s.push_str("---|---|\n");
-    for r in rows.iter().take(MAX_TABLE_ROWS) {
-        let _ = write!(
-            s,
-            "| {} | {} | {} |",
-            r.status,
-            cell(&r.phase),
-            cell(&r.solver)
-        );
-        if multi_env {
-            let _ = write!(s, " {} |", cell(f.env_label(&r.env)));
+    s.push('\n');
+    for row in t.rows.iter().take(MAX_TABLE_ROWS) {
+        s.push('|');
+        for c in row {
+            let _ = write!(s, " {} |", table_cell(c));
         }
+        s.push('\n');
+    }
+    if t.rows.len() > MAX_TABLE_ROWS {
         let _ = writeln!(
             s,
-            " {} | {} |",
-            cell(&f.case_label(r)),
-            cell(&short_error(&r.error))
+            "\n{} more in {}.",
+            t.rows.len() - MAX_TABLE_ROWS,
+            t.rest_in
         );
     }
-    if rows.len() > MAX_TABLE_ROWS {
-        let _ = writeln!(s, "\n{} more in results.csv.", rows.len() - MAX_TABLE_ROWS);
+}
+
+fn table_cell(c: &Cell) -> String {
+    match c {
+        Cell::Text(t) | Cell::Num(t) => cell(t),
+        Cell::Titled { text, .. } => cell(text),
+        Cell::Status(st) => st.name().to_string(),
+        Cell::Code(t) => code(t),
+        Cell::Error(e) => cell(&short_error(e)),
+    }
+}
+
+/// A code span inside a table cell: copied as it is, except that `|` must stay escaped (GFM
+/// ends the cell at a bare one even inside backticks) and a backtick in the text needs a longer
+/// fence.
+pub fn code(s: &str) -> String {
+    let text = s.replace(['\n', '\r'], " ").replace('|', "\\|");
+    if text.contains('`') {
+        format!("`` {text} ``")
+    } else {
+        format!("`{text}`")
     }
 }
 
 fn fastest_table(s: &mut String, f: &Facts) {
-    let fastest = f.fastest();
     s.push_str("\n## Fastest solver per case\n\n");
-    if fastest.is_empty() {
-        s.push_str("No timings: no unit ended ok with a median time.\n");
-        return;
-    }
-    let multi_env = f.envs.len() > 1;
-    s.push_str("| case | solver |");
-    if multi_env {
-        s.push_str(" env |");
-    }
-    let _ = writeln!(s, " median ms | {} |", f.metric.rate_unit());
-    s.push_str("|---|---|");
-    if multi_env {
-        s.push_str("---|");
-    }
-    s.push_str("---:|---:|\n");
-    for x in fastest.iter().take(MAX_TABLE_ROWS) {
-        let b = x.best;
-        let _ = write!(s, "| {} | {} |", cell(&f.case_label(b)), cell(&b.solver));
-        if multi_env {
-            let _ = write!(s, " {} |", cell(f.env_label(&b.env)));
+    match table::fastest(f) {
+        Fastest::None => s.push_str("No timings: no unit ended ok with a median time.\n"),
+        Fastest::Same(line) => {
+            let _ = writeln!(s, "{}", cell(&line));
         }
-        let _ = writeln!(
-            s,
-            " {} | {} |",
-            b.median_ms.map(facts::ms).unwrap_or_default(),
-            f.metric
-                .rate(b)
-                .map(|v| format!("{v:.2}"))
-                .unwrap_or_default()
-        );
-    }
-    if fastest.len() > MAX_TABLE_ROWS {
-        let _ = writeln!(
-            s,
-            "\n{} more cases in results.csv.",
-            fastest.len() - MAX_TABLE_ROWS
-        );
+        Fastest::Table(t) => table(s, &t),
     }
 }
 
@@ -233,5 +218,10 @@ mod tests {
     #[test]
     fn cells_cannot_break_the_table_or_inject_html() {
         assert_eq!(cell("a|b <s> & c"), "a\\|b &lt;s&gt; &amp; c");
+        assert_eq!(
+            code("rocsweep repro 'a|b' 1f"),
+            "`rocsweep repro 'a\\|b' 1f`"
+        );
+        assert_eq!(code("x`y"), "`` x`y ``");
     }
 }

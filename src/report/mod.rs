@@ -13,7 +13,9 @@ mod draw;
 mod facts;
 mod heatmap;
 mod html;
+mod map;
 mod markdown;
+mod table;
 mod throughput;
 
 use crate::analyze::rundata::RunData;
@@ -27,16 +29,19 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     let f = facts::Facts::new(&run);
     let mut files = Vec::new();
     let mut plots = Vec::new();
-    let kinds: [(&'static str, PlotFn, String); 3] = [
+    // (heading, writer, caption, shown in report.html as a map of links instead of the image)
+    let kinds: [(&'static str, PlotFn, String, bool); 3] = [
         (
             "Safe region",
             heatmap::write,
             "Each cell is one unit (or the worst of several, as the subtitle says); H:phase marks a hang and the phase it hung in.".to_string(),
+            true,
         ),
         (
             "Status counts",
             counts::write,
             "Units per status for each env combination.".to_string(),
+            false,
         ),
         (
             "Throughput",
@@ -46,13 +51,15 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
                 f.metric.rate_unit(),
                 f.metric.size_name()
             ),
+            false,
         ),
     ];
-    for (heading, plot, caption) in kinds {
+    for (heading, plot, caption, as_map) in kinds {
         let written = plot(&f, dir)?;
         if let [png, svg] = written.as_slice() {
             plots.push(html::Plot {
                 heading,
+                as_map,
                 png: png.clone(),
                 svg: svg.clone(),
                 caption,

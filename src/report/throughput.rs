@@ -5,10 +5,12 @@
 //! axes: a line through f32 and bf16 points would zig-zag between the two, and one line per
 //! combination of everything turns into spaghetti (27 lines for 3 envs x 3 dtypes x 3
 //! directions). Numeric parameters are what the size axis already shows.
-//! Dots are cases; a line joins its series' best dot at each size. Each line's best point is
+//! Dots are cases; a line joins the cases of one shape family (everything numeric but the size
+//! fixed, `c_in→c_out=3→16`), whose marker shape the legend names, so that equal-FLOP cases of
+//! different shapes stay apart and a line never jumps between channel counts. Each line's best point is
 //! drawn larger; the best of all gets a ring and is named above the plot.
 
-use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
+use super::draw::{self, Canvas, DrawResult, Figure, LegendItem, Shape};
 use super::facts::{self, Facts};
 use crate::analyze::rundata::Row;
 use crate::error::CmdError;
@@ -47,10 +49,12 @@ const PALETTE: [RGBColor; 12] = [
 struct Series {
     /// Index into `Throughput::keys`, which fixes colour and legend text.
     key: usize,
+    /// Index into `Throughput::families`, which fixes the marker.
+    family: usize,
     /// (size, rate), sorted by size.
     points: Vec<(f64, f64)>,
-    /// The best rate at each size: cases of equal work (conv2d 16->32 at 32x32 and 32->64 at
-    /// 16x16) would otherwise join into vertical zig-zags.
+    /// The best rate at each size, joined: one family's points differ only in the size
+    /// parameter, so they differ in work too (unless env or folded repeats meet).
     line: Vec<(f64, f64)>,
 }
 
@@ -66,6 +70,9 @@ pub struct Throughput {
     y_desc: String,
     /// Legend text per (solver, env) series key.
     keys: Vec<String>,
+    /// Legend text per shape family (the numeric parameters other than the size, fixed along
+    /// a line: `c_in→c_out=3→16`); empty when there is one family.
+    families: Vec<String>,
     panels: Vec<Panel>,
     best: (usize, f64, f64),
     x_range: (f64, f64),
@@ -110,6 +117,11 @@ fn point(f: &Facts, r: &Row) -> Option<(f64, f64)> {
     (x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0).then_some((x, y))
 }
 
+/// The marker of a family (cycled past six: the legend still names each).
+fn shape(family: usize) -> Shape {
+    Shape::ALL[family % Shape::ALL.len()]
+}
+
 fn index_of<T: PartialEq>(v: &mut Vec<T>, item: T) -> usize {
     match v.iter().position(|x| *x == item) {
         Some(i) => i,
@@ -127,6 +139,34 @@ pub fn build(f: &Facts) -> Option<Throughput> {
         .map(|(p, _)| p)
         .filter(|p| f.rows().iter().any(|r| r.param_f64(p).is_none()))
         .collect();
+    let family = family_params(f);
+    let family_of = |r: &Row| -> Vec<String> {
+        family
+            .iter()
+            .map(|p| r.param(p).unwrap_or("").to_string())
+            .collect()
+    };
+    // Families in numeric order (3→16 before 16→32), so markers and legend read in order.
+    let mut family_ids: Vec<Vec<String>> = f
+        .rows()
+        .iter()
+        .map(family_of)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    family_ids.sort_by(|a, b| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| {
+                let (x, y) = (
+                    x.parse::<f64>().unwrap_or(0.0),
+                    y.parse::<f64>().unwrap_or(0.0),
+                );
+                x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .find(|o| o.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     let multi_env = f.envs.len() > 1;
     let mut key_ids: Vec<(&str, &str)> = Vec::new();
     let mut keys: Vec<String> = Vec::new();
@@ -136,6 +176,7 @@ pub fn build(f: &Facts) -> Option<Throughput> {
     for r in f.rows() {
         let Some(pt) = point(f, r) else { continue };
         let k = index_of(&mut key_ids, (r.solver.as_str(), r.env.as_str()));
+        let fam = index_of(&mut family_ids, family_of(r));
         if k == keys.len() {
             let mut label = r.solver.clone();
             if multi_env {
@@ -160,11 +201,12 @@ pub fn build(f: &Facts) -> Option<Throughput> {
             });
         }
         let series = &mut panels[p].series;
-        let s = match series.iter().position(|s| s.key == k) {
+        let s = match series.iter().position(|s| s.key == k && s.family == fam) {
             Some(s) => s,
             None => {
                 series.push(Series {
                     key: k,
+                    family: fam,
                     points: Vec::new(),
                     line: Vec::new(),
                 });
@@ -217,6 +259,14 @@ pub fn build(f: &Facts) -> Option<Throughput> {
         x_desc: format!("{} (log scale)", f.metric.size_name()),
         y_desc: format!("{} (median time)", f.metric.rate_unit()),
         keys,
+        families: if family_ids.len() > 1 {
+            family_ids
+                .iter()
+                .map(|v| family_label(&family, v))
+                .collect()
+        } else {
+            Vec::new()
+        },
         panels,
         best: (bp, bx, by),
         // Air on each side keeps the end points off the frame.
@@ -224,6 +274,38 @@ pub fn build(f: &Facts) -> Option<Throughput> {
         y_max: by * 1.12,
         cols,
     })
+}
+
+/// The numeric parameters that vary apart from the size: a line holds them fixed, so that it
+/// joins c_in=3 at h=32 to c_in=3 at h=64, never to c_in=16 (which reads as a cliff).
+fn family_params(f: &Facts) -> Vec<String> {
+    let size = f.size_param();
+    f.groups
+        .iter()
+        .filter(|(lead, followers)| {
+            size.as_ref()
+                .is_none_or(|s| s != lead && !followers.contains(s))
+        })
+        .map(|(lead, _)| lead)
+        .filter(|p| f.rows().iter().all(|r| r.param_f64(p).is_some()))
+        .cloned()
+        .collect()
+}
+
+/// `c_in→c_out=3→16 n=2`: pairs as the heatmap writes them.
+fn family_label(params: &[String], values: &[String]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < params.len() {
+        if i + 1 < params.len() && params[i] == "c_in" && params[i + 1] == "c_out" {
+            parts.push(format!("c_in→c_out={}→{}", values[i], values[i + 1]));
+            i += 2;
+        } else {
+            parts.push(format!("{}={}", params[i], values[i]));
+            i += 1;
+        }
+    }
+    parts.join(" ")
 }
 
 /// Tick values of a log axis: (value, is a power of ten, gets a label). Fewer labels as the
@@ -254,16 +336,43 @@ fn log_ticks(lo: f64, hi: f64, width_px: i32) -> Vec<(f64, bool, bool)> {
 
 impl Throughput {
     fn legend(&self) -> Vec<LegendItem> {
-        self.keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| LegendItem {
-                color: PALETTE[i % PALETTE.len()],
-                text: k.clone(),
-                line: true,
-                hatched: false,
-            })
-            .collect()
+        let solvers = self.keys.iter().enumerate().map(|(i, k)| LegendItem {
+            color: if self.by_family() {
+                draw::GREY
+            } else {
+                PALETTE[i % PALETTE.len()]
+            },
+            text: k.clone(),
+            line: true,
+            hatched: false,
+            shape: None,
+        });
+        let families = self.families.iter().enumerate().map(|(i, fam)| LegendItem {
+            color: self.family_color(i),
+            text: fam.clone(),
+            line: false,
+            hatched: false,
+            shape: Some(shape(i)),
+        });
+        solvers.chain(families).collect()
+    }
+    /// With one solver the families take the colours too; with several, colour is the solver's.
+    fn by_family(&self) -> bool {
+        self.keys.len() == 1 && !self.families.is_empty()
+    }
+    fn family_color(&self, family: usize) -> RGBColor {
+        if self.by_family() {
+            PALETTE[family % PALETTE.len()]
+        } else {
+            draw::GREY
+        }
+    }
+    fn series_color(&self, s: &Series) -> RGBColor {
+        if self.by_family() {
+            self.family_color(s.family)
+        } else {
+            PALETTE[s.key % PALETTE.len()]
+        }
     }
     fn multi(&self) -> bool {
         self.panels.len() > 1
@@ -346,18 +455,20 @@ impl Throughput {
         let axes = vec![(left, top), (left, bottom), (right, bottom)];
         c.area.draw(&PathElement::new(axes, BLACK))?;
         for s in &p.series {
-            let color = PALETTE[s.key % PALETTE.len()];
+            let color = self.series_color(s);
             chart.draw_series(LineSeries::new(
                 s.line.iter().copied(),
                 color.stroke_width(2),
             ))?;
-            chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
             let top = s
                 .points
                 .iter()
                 .copied()
                 .fold((0.0, 0.0), |a, p| if p.1 > a.1 { p } else { a });
-            chart.draw_series(std::iter::once(Circle::new(top, 6, color.filled())))?;
+            for &p in &s.points {
+                let r = if p == top { 6 } else { 4 };
+                draw::marker(c, chart.backend_coord(&p), shape(s.family), r, color)?;
+            }
         }
         if self.best.0 == i {
             let ring = Circle::new((self.best.1, self.best.2), 12, BLACK.stroke_width(2));
