@@ -61,7 +61,15 @@ pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
         };
         let _ = writeln!(toml, "{} = {literal}", k.trim());
     }
-    let sweep = crate::spec::load_str("<solvers arguments>", &toml, &[])?;
+    // The arguments became lines 5.. of a sweep; an error names the argument, not that sweep.
+    let sweep = crate::spec::load_str("solvers", &toml, &[]).map_err(|e| {
+        let arg = e
+            .line
+            .checked_sub(5)
+            .and_then(|i| params.get(i))
+            .map_or(String::new(), |p| format!(" `{p}`"));
+        CmdError::BadInput(format!("solvers{arg}: {}", e.message))
+    })?;
     let case = match sweep.cases().next() {
         Some(Ok(c)) => c,
         Some(Err(e)) => return Err(CmdError::BadInput(format!("solvers: {e}"))),

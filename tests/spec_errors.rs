@@ -96,7 +96,12 @@ fn mismatch(e: &SpecError, file: &str, want: &Expect) -> Option<String> {
     if e.file != file {
         problems.push(format!("file {:?}, expected {file:?}", e.file));
     }
-    let prefix = format!("{file}:{}:{}: ", e.line, e.col);
+    // A file's errors say file:line:col; an argument's say the flag and the argument as typed.
+    let prefix = if file.starts_with("--") {
+        format!("{file} {}: ", e.source_text())
+    } else {
+        format!("{file}:{}:{}: ", e.line, e.col)
+    };
     if !e.to_string().starts_with(&prefix) {
         problems.push(format!(
             "display {:?} lacks prefix {prefix:?}",
@@ -310,7 +315,18 @@ fn binary_reports_a_bad_axis_override() {
     run_fails(
         &sweep,
         &["--axis", "dtype=f32,f42"],
-        &["--axis:1:11: ", "unknown dtype `f42`"],
+        &["--axis dtype=f32,f42: ", "unknown dtype `f42`"],
+    );
+}
+
+#[test]
+fn binary_names_solvers_arguments_as_typed() {
+    let o = rocsweep(&["solvers", "c_in=abc"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: solvers `c_in=abc`: `c_in` expects an integer, found a string"
     );
 }
 
@@ -346,13 +362,41 @@ fn binary_says_each_error_once() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.matches("unknown dtype `f42`").count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("\u{256d}"),
-        "with the source excerpt: {stderr}"
-    );
+    // stderr is a pipe here: the source line and carets in plain text, no box drawing.
+    let plain = "  6 | dtype = [\"f32\", \"f42\"]\n    |                 ^^^^^";
+    assert!(stderr.contains(plain), "plain excerpt: {stderr}");
+    assert!(!stderr.contains('\u{256d}'), "no box in a pipe: {stderr}");
     let missing = rocsweep(&["run", "no-such-sweep.toml", "--dry-run"]);
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert_eq!(stderr.lines().count(), 1, "no empty source box: {stderr}");
+}
+
+#[test]
+fn binary_draws_the_excerpt_in_a_box_on_a_terminal() {
+    // A real terminal: a pty made by util-linux `script` (an essential package on Debian).
+    if Command::new("script").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "util-linux `script` is missing"
+        );
+        eprintln!("skipped: no `script` (util-linux) to make a terminal");
+        return;
+    }
+    let path = fixture("11_unknown_dtype.toml");
+    let cmd = format!(
+        "{} run {} --dry-run",
+        env!("CARGO_BIN_EXE_rocsweep"),
+        path.display()
+    );
+    let o = Command::new("script")
+        .args(["-q", "-e", "-c", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert_eq!(text.matches("unknown dtype `f42`").count(), 1, "{text}");
+    assert!(text.contains('\u{256d}'), "the boxed excerpt: {text}");
+    assert!(!text.contains("^^^^^"), "not the plain one too: {text}");
 }
 
 #[test]

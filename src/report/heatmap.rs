@@ -413,10 +413,7 @@ type PanelsOf = HashMap<(usize, Option<usize>), Vec<usize>>;
 /// more than one solver the map opens on two overviews per env combination: the worst status
 /// over all solvers (is any solver unsafe here?) and the best (is this shape safe with
 /// anything?); then one panel per solver, `default` first when the run has it.
-fn panels_for(
-    f: &Facts,
-    n_cells: usize,
-) -> (Vec<Panel>, PanelsOf) {
+fn panels_for(f: &Facts, n_cells: usize) -> (Vec<Panel>, PanelsOf) {
     let multi_env = f.envs.len() > 1;
     let cells = vec![None; n_cells];
     let mut keys: Vec<(usize, usize)> = f

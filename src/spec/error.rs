@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error, Diagnostic)]
-#[error("{file}:{line}:{col}: {message}")]
+#[error("{}", self.headline())]
 pub struct SpecError {
     pub file: String,
     pub line: usize,
@@ -65,16 +65,44 @@ impl SpecError {
         self
     }
 
+    /// A command-line argument (`--axis c_in=abc`) rather than a file: its "file" is the flag.
+    fn is_argument(&self) -> bool {
+        self.file.starts_with("--")
+    }
+
+    /// `sweep.toml:4:9: message`, or for an argument `--axis c_in=abc: message` (no invented
+    /// file name or line for text the user typed on the command line).
+    fn headline(&self) -> String {
+        if self.is_argument() {
+            format!("{} {}: {}", self.file, self.src.inner(), self.message)
+        } else {
+            format!("{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+        }
+    }
+
+    /// The whole text the error points into (a sweep file's, or a command-line argument).
+    pub fn source_text(&self) -> &str {
+        self.src.inner()
+    }
+
     /// The offending text itself.
     pub fn snippet(&self) -> String {
         let (o, l) = (self.span.offset(), self.span.len());
         self.src.inner().get(o..o + l).unwrap_or("").to_string()
     }
 
-    /// The full report with the source excerpt, for a terminal. A line longer than
-    /// [`MAX_SHOWN_LINE`] is not echoed (the renderer cannot draw past column 65535, and a
-    /// 400 KB line helps nobody): the message and a short excerpt of the offending text.
+    /// The report as `main` prints it: with the source excerpt drawn in a box on a terminal,
+    /// as plain lines (the source line and carets under the error) when stderr is a file or a
+    /// pipe, so logs and CI output stay clean.
     pub fn render(&self) -> String {
+        use std::io::IsTerminal as _;
+        self.render_for(std::io::stderr().is_terminal())
+    }
+
+    /// `render` for a terminal or not. A line longer than [`MAX_SHOWN_LINE`] is not echoed
+    /// (the renderer cannot draw past column 65535, and a 400 KB line helps nobody): the message
+    /// and a short excerpt of the offending text.
+    pub fn render_for(&self, terminal: bool) -> String {
         let text = self.src.inner().as_str();
         let at = self.span.offset().min(text.len());
         let line_start = text
@@ -97,19 +125,61 @@ impl SpecError {
         if text.is_empty() {
             return format!("error: {self}");
         }
+        // An argument is one line the user just typed: shown with carets under it, never in a
+        // box headed by an invented `--axis:1:6` location.
+        let excerpt = if terminal && !self.is_argument() {
+            self.boxed_excerpt()
+        } else {
+            self.plain_excerpt(
+                text.get(line_start..line_end).unwrap_or(""),
+                at - line_start,
+            )
+        };
+        match excerpt {
+            Some(x) => format!("error: {self}\n{x}"),
+            None => format!("error: {self}"),
+        }
+    }
+
+    /// miette's drawing of the source, from its `╭─[` header on (the message is on the
+    /// `error:` line already and is not repeated).
+    fn boxed_excerpt(&self) -> Option<String> {
         let mut out = String::new();
         let handler =
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor());
-        if handler.render_report(&mut out, self).is_err() {
-            return format!("error: {self}");
-        }
-        // One message: the `error:` line says it; of miette's report only the source excerpt
-        // (from its `╭─[` header) follows, not the message again.
+        handler.render_report(&mut out, self).ok()?;
         let excerpt = out
             .find('\u{256d}')
             .and_then(|i| out[..i].rfind('\n').map(|l| &out[l + 1..]))
             .unwrap_or(&out);
-        format!("error: {self}\n{}", excerpt.trim_end())
+        Some(excerpt.trim_end().to_string())
+    }
+
+    /// `  4 | c_in=[1,"a"]` (or for an argument `  --axis c_in=abc`) and carets under the error.
+    fn plain_excerpt(&self, line: &str, offset_in_line: usize) -> Option<String> {
+        let before = line.get(..offset_in_line).unwrap_or("");
+        let indent: String = before
+            .chars()
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let width = self
+            .snippet()
+            .lines()
+            .next()
+            .map_or(1, |l| l.chars().count().max(1));
+        let carets = "^".repeat(width);
+        let mut out = if self.is_argument() {
+            let pad = " ".repeat(self.file.chars().count() + 1);
+            format!("  {} {line}\n  {pad}{indent}{carets}", self.file)
+        } else {
+            let number = self.line.to_string();
+            let pad = " ".repeat(number.len());
+            format!("  {number} | {line}\n  {pad} | {indent}{carets}")
+        };
+        if let Some(help) = &self.help {
+            out.push_str(&format!("\n  help: {help}"));
+        }
+        Some(out)
     }
 }
 
