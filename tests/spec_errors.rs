@@ -246,7 +246,18 @@ fn override_zip_member_with_another_length() {
     override_error(
         "kernel=1,5",
         8,
-        "`kernel` varies together with h in zip group `spatial` (3 values each), but the override gives 2",
+        "`kernel` varies together with h in zip group `spatial` (3 values each), but the override gives 2; to make new rows, give every axis of the group the same number of values (--axis kernel=... --axis h=...)",
+    );
+}
+
+#[test]
+fn override_of_a_whole_zip_group_with_unequal_counts() {
+    let e = load_err("ok.toml", VALID, &["h=8,16", "kernel=1"]);
+    assert_eq!(e.file, "--axis");
+    assert_eq!(e.col, 8, "at the values of the odd one out");
+    assert!(
+        e.to_string().starts_with("--axis kernel=1: every axis of zip group `spatial` is given, but with different numbers of values (h 2, kernel 1)"),
+        "{e}"
     );
 }
 

@@ -251,6 +251,20 @@ fn override_inside_a_zip_group_keeps_the_pairing() {
 }
 
 #[test]
+fn every_axis_of_a_zip_group_given_makes_new_rows() {
+    let body = "[zip.ch]\nc_in = [3, 16, 32]\nc_out = [16, 32, 64]\n";
+    // One new pair: neither value is in the group.
+    let s = conv_with(body, &["c_in=8", "c_out=8"]);
+    assert_eq!(pairs(&s, "c_in", "c_out"), vec![(8, 8)]);
+    // Two pairs, given in either order of the flags.
+    let s = conv_with(body, &["c_out=48,8", "c_in=24,8"]);
+    assert_eq!(pairs(&s, "c_in", "c_out"), vec![(24, 48), (8, 8)]);
+    // A value the group has, paired anew: the rows are replaced, not selected.
+    let s = conv_with(body, &["c_in=16", "c_out=64"]);
+    assert_eq!(pairs(&s, "c_in", "c_out"), vec![(16, 64)]);
+}
+
+#[test]
 fn filters_see_the_overridden_values() {
     let body = "drop = [\"c_out < c_in\"]\n[axes]\nc_in = [16]\nc_out = [16]\n";
     let s = conv_with(body, &["c_out=8,16,32"]);

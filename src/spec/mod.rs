@@ -16,7 +16,7 @@ pub mod value;
 use crate::op::{self, OpKind, ParamKind};
 use error::SpecError;
 use filter::{Filter, Ty};
-use overrides::apply_override;
+use overrides::apply_overrides;
 use policy::{Limits, TimingPolicy, VerifyPolicy};
 use reader::Cx;
 use sha2::{Digest, Sha256};
@@ -296,9 +296,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         }
     }
 
-    for ov in overrides {
-        apply_override(op, &mut dims, ov)?;
-    }
+    apply_overrides(op, &mut dims, overrides)?;
 
     // Filters resolve names against the axes the sweep actually varies (after overrides).
     let axis_slots: Vec<(String, usize)> = dims

@@ -8,14 +8,75 @@ use super::{Axis, Dim, axis, axis_names, check_value, slot_of};
 use crate::op::{OpKind, ParamKind};
 use std::sync::Arc;
 
-/// Applies one override, then refuses it when it made a value of a plain axis, or a row of a
-/// zip group, appear twice (the same case would be planned twice).
-pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
-    apply(op, dims, arg)?;
-    let name = arg.split_once('=').map_or("", |(n, _)| n.trim());
-    let Some(d) = dims.iter().find(|d| d.axes.iter().any(|a| a.name == name)) else {
-        return Ok(());
-    };
+/// Applies the `--axis` overrides in order. When every axis of a zip group is given the same
+/// number of values, those overrides replace the group's rows together (`--axis c_in=8,24
+/// --axis c_out=8,48` makes the pairs 8 -> 8 and 24 -> 48). After each, refuses a value of a
+/// plain axis, or a row of a zip group, that would appear twice (the same case planned twice).
+pub(super) fn apply_overrides(
+    op: OpKind,
+    dims: &mut Vec<Dim>,
+    args: &[String],
+) -> Result<(), SpecError> {
+    let parsed = args
+        .iter()
+        .map(|a| parse(op, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut consumed = vec![false; parsed.len()];
+    for d in dims.iter_mut().filter(|d| d.axes.len() > 1) {
+        // The last override of each axis of the group, as the one-at-a-time rule would leave it.
+        let last: Vec<Option<usize>> = d
+            .axes
+            .iter()
+            .map(|a| parsed.iter().rposition(|p| p.slot == a.slot))
+            .collect();
+        let given: Vec<usize> = last.iter().flatten().copied().collect();
+        if given.len() != d.axes.len() {
+            continue;
+        }
+        let counts: Vec<usize> = given.iter().map(|&i| parsed[i].values.len()).collect();
+        if counts.iter().any(|&n| n != counts[0]) {
+            let odd = given
+                .iter()
+                .map(|&i| &parsed[i])
+                .find(|p| p.values.len() != counts[0])
+                .unwrap_or(&parsed[given[0]]);
+            return Err(odd.err_values(format!(
+                "every axis of zip group `{}` is given, but with different numbers of values ({}); give each the same number to replace the group's rows",
+                d.group.as_deref().unwrap_or(""),
+                d.axes
+                    .iter()
+                    .zip(&counts)
+                    .map(|(a, n)| format!("{} {n}", a.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        for (a, &i) in d.axes.iter_mut().zip(&given) {
+            a.values = parsed[i].values.clone();
+        }
+        for (i, p) in parsed.iter().enumerate() {
+            if d.axes.iter().any(|a| a.slot == p.slot) {
+                consumed[i] = true;
+            }
+        }
+        if let Some(&i) = given.last() {
+            refuse_duplicates(d, &parsed[i])?;
+        }
+    }
+    for (p, done) in parsed.iter().zip(consumed) {
+        if !done {
+            place(dims, p)?;
+            if let Some(d) = dims.iter().find(|d| d.axes.iter().any(|a| a.slot == p.slot)) {
+                refuse_duplicates(d, p)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the override when its dimension now holds a row (or value) twice.
+fn refuse_duplicates(d: &Dim, p: &Parsed) -> Result<(), SpecError> {
+    let name = p.name.as_str();
     let rows: Vec<Vec<&Value>> = (0..d.axes.first().map_or(0, |a| a.values.len()))
         .map(|r| d.axes.iter().map(|a| &a.values[r]).collect())
         .collect();
@@ -27,22 +88,34 @@ pub(super) fn apply_override(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Resu
         .iter()
         .map(|a| format!("{} = {}", a.name, a.values[j]))
         .collect();
-    let text = Arc::new(arg.to_string());
-    let cx = Cx {
-        file: "--axis",
-        text: &text,
-    };
-    let start = arg.find('=').map_or(0, |i| i + 1);
-    Err(cx.err(
-        start..arg.len(),
-        format!(
-            "`{name}`: the value {} would appear more than once; each value may appear once",
-            what.join(", ")
-        ),
-    ))
+    Err(p.err_values(format!(
+        "`{name}`: the value {} would appear more than once; each value may appear once",
+        what.join(", ")
+    )))
 }
 
-fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
+/// One `--axis NAME=VALUES`, checked against the op.
+struct Parsed {
+    arg: String,
+    name: String,
+    slot: usize,
+    values: Vec<Value>,
+}
+
+impl Parsed {
+    /// An error pointing at the argument's values (after `=`).
+    fn err_values(&self, message: String) -> SpecError {
+        let text = Arc::new(self.arg.clone());
+        let cx = Cx {
+            file: "--axis",
+            text: &text,
+        };
+        let start = self.arg.find('=').map_or(0, |i| i + 1);
+        cx.err(start..self.arg.len(), message)
+    }
+}
+
+fn parse(op: OpKind, arg: &str) -> Result<Parsed, SpecError> {
     let text = Arc::new(arg.to_string());
     let cx = Cx {
         file: "--axis",
@@ -116,11 +189,22 @@ fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
             values.push(v);
         }
     }
+    Ok(Parsed {
+        arg: arg.to_string(),
+        name: name.to_string(),
+        slot,
+        values,
+    })
+}
+
+/// Applies one override on its own: replaces a plain axis or adds one; inside a zip group,
+/// values the axis already has select those rows of the group (`--axis c_in=16` keeps the
+/// 16 -> 32 pair), and other values must come for every axis of the group (`apply_overrides`).
+fn place(dims: &mut Vec<Dim>, p: &Parsed) -> Result<(), SpecError> {
+    let (name, slot, values) = (p.name.as_str(), p.slot, &p.values);
     let new_len = values.len();
     for d in dims.iter_mut() {
         if let Some(pos) = d.axes.iter().position(|a| a.slot == slot) {
-            // Inside a zip group, values the axis already has select those rows of the group
-            // (`--axis c_in=16` keeps the 16 -> 32 pair), so one pair can be pinned.
             let have = &d.axes[pos].values;
             let all_known = values.iter().all(|v| have.contains(v));
             let rows: Vec<usize> = (0..have.len())
@@ -139,12 +223,12 @@ fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
                     .filter(|a| a.slot != slot)
                     .map(|a| a.name.as_str())
                     .collect();
-                return Err(cx.err(base..arg.len(), format!(
-                    "`{name}` varies together with {} in zip group `{}` ({} values each), but the override gives {new_len}",
-                    others.join(", "), d.group.as_deref().unwrap_or(""), d.len()
+                return Err(p.err_values(format!(
+                    "`{name}` varies together with {} in zip group `{}` ({} values each), but the override gives {new_len}; to make new rows, give every axis of the group the same number of values (--axis {name}=... --axis {}=...)",
+                    others.join(", "), d.group.as_deref().unwrap_or(""), d.len(), others.join("=... --axis ")
                 )));
             }
-            d.axes[pos].values = values;
+            d.axes[pos].values = values.clone();
             return Ok(());
         }
     }
@@ -153,7 +237,7 @@ fn apply(op: OpKind, dims: &mut Vec<Dim>, arg: &str) -> Result<(), SpecError> {
         axes: vec![Axis {
             name: name.to_string(),
             slot,
-            values,
+            values: values.clone(),
         }],
     });
     Ok(())
