@@ -34,6 +34,10 @@ pub enum Command {
         /// Override an axis: NAME=VALUES, e.g. c_in=16,32 or h=pow2(32..=256). Repeatable.
         #[arg(long = "axis", value_name = "NAME=VALUES")]
         axes: Vec<String>,
+        /// Override one setting of [limits], [timing] or [verify]: SECTION.KEY=VALUE, e.g.
+        /// limits.run=5 or timing.trials=1. Repeatable; recorded in the manifest with the axes.
+        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
+        sets: Vec<String>,
         /// Print the expanded cases and their count; run nothing, write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -56,7 +60,7 @@ pub enum Command {
         #[arg(long)]
         fail_on_failure: bool,
         /// Continue an interrupted run in RUN_DIR: finished units are kept, the rest run.
-        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["sweep", "out", "axes", "backend"])]
+        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["sweep", "out", "axes", "sets", "backend"])]
         resume: Option<PathBuf>,
         /// With --resume: run again units that were started and never finished (else `interrupted`).
         #[arg(long, requires = "resume")]

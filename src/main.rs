@@ -34,6 +34,7 @@ fn main() {
             backend,
             out,
             axes,
+            sets,
             dry_run,
             force,
             max_units,
@@ -57,7 +58,11 @@ fn main() {
                 sweep,
                 backend,
                 out,
-                axes,
+                // `--set` travels with the axis overrides (spec::sets).
+                axes: axes
+                    .into_iter()
+                    .chain(sets.iter().map(|s| rocsweep::spec::sets::override_of(s)))
+                    .collect(),
                 dry_run,
                 force,
                 max_units,

@@ -251,6 +251,36 @@ fn override_zip_member_with_another_length() {
 }
 
 #[test]
+fn set_errors_point_into_the_argument() {
+    for (arg, col, message) in [
+        (
+            "--set run=5",
+            1,
+            "unknown key `run` at --set, expected one of: limits, timing, verify",
+        ),
+        ("--set limits.bogus=5", 8, "unknown key `bogus` at [limits]"),
+        ("--set timing.warmup=100000", 15, "`warmup`"),
+        ("--set limits.run=-1", 12, "`run`"),
+        (
+            "--set timing.max_samples=1",
+            20,
+            "max_samples (1) is smaller than min_samples",
+        ),
+        ("--set limits", 7, "expected SECTION.KEY=VALUE"),
+    ] {
+        let e = load_err("ok.toml", VALID, &[arg]);
+        let shown = arg.trim_start_matches("--set ");
+        assert_eq!(e.file, "--set", "{arg}");
+        assert_eq!((e.line, e.col), (1, col), "{arg}: {e}");
+        assert!(e.message.contains(message), "{arg}: {e}");
+        assert!(
+            e.to_string().starts_with(&format!("--set {shown}: ")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn override_of_a_whole_zip_group_with_unequal_counts() {
     let e = load_err("ok.toml", VALID, &["h=8,16", "kernel=1"]);
     assert_eq!(e.file, "--axis");

@@ -265,6 +265,31 @@ fn every_axis_of_a_zip_group_given_makes_new_rows() {
 }
 
 #[test]
+fn set_overrides_one_setting_and_keeps_the_rest_of_the_file() {
+    let body = "[axes]\nh = [8]\n[limits]\nrun = 30\ncompile = 90\n[timing]\nwarmup = 2\n";
+    let s = conv_with(
+        body,
+        &[
+            "--set limits.run=5",
+            "--set timing.trials=1",
+            "--set verify.enabled=false",
+        ],
+    );
+    assert_eq!(s.limits.run, 5.0);
+    assert_eq!(s.limits.compile, 90.0, "the file's other limits stay");
+    assert_eq!(s.timing.trials, 1);
+    assert_eq!(s.timing.warmup, 2);
+    assert!(!s.verify.enabled);
+    // Recorded with the axis overrides, as given.
+    assert_eq!(s.overrides.len(), 3);
+    assert_eq!(
+        spec::sets::flag_and_value(&s.overrides[0]),
+        ("--set", "limits.run=5")
+    );
+    assert_eq!(spec::sets::flag_and_value("c_in=16"), ("--axis", "c_in=16"));
+}
+
+#[test]
 fn filters_see_the_overridden_values() {
     let body = "drop = [\"c_out < c_in\"]\n[axes]\nc_in = [16]\nc_out = [16]\n";
     let s = conv_with(body, &["c_out=8,16,32"]);

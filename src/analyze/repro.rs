@@ -553,7 +553,10 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     overrides.push(format!("solver={}", row.solver));
     let args: String = overrides
         .iter()
-        .map(|o| format!(" --axis {}", shell::quote(o)))
+        .map(|o| {
+            let (flag, value) = crate::spec::sets::flag_and_value(o);
+            format!(" {flag} {}", shell::quote(value))
+        })
         .collect();
     let _ = writeln!(
         s,

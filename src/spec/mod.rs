@@ -11,6 +11,7 @@ pub mod filter;
 mod overrides;
 pub mod policy;
 mod reader;
+pub mod sets;
 pub mod value;
 
 use crate::op::{self, OpKind, ParamKind};
@@ -91,7 +92,8 @@ pub struct Sweep {
     pub timing: TimingPolicy,
     pub verify: VerifyPolicy,
     pub source: Source,
-    /// The `--axis` overrides applied, as given.
+    /// The overrides applied, as given: `NAME=VALUES` for `--axis`, `--set SECTION.KEY=VALUE`
+    /// for `--set` (`sets::as_set`).
     pub overrides: Vec<String>,
 }
 
@@ -296,7 +298,12 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         }
     }
 
-    apply_overrides(op, &mut dims, overrides)?;
+    let axis_overrides: Vec<String> = overrides
+        .iter()
+        .filter(|o| sets::as_set(o).is_none())
+        .cloned()
+        .collect();
+    apply_overrides(op, &mut dims, &axis_overrides)?;
 
     // Filters resolve names against the axes the sweep actually varies (after overrides).
     let axis_slots: Vec<(String, usize)> = dims
@@ -418,21 +425,13 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
 
     let mut limits = Limits::default();
     if let Some(t) = root.get("limits") {
-        for (key, val) in cx.table(t, "limits")?.iter() {
-            let slot = limits.get_mut(key.get_ref()).ok_or_else(|| {
-                cx.err(
-                    key.span(),
-                    format!(
-                        "unknown key `{}` at [limits], expected one of: {}, grace",
-                        key.get_ref(),
-                        policy::PHASES.join(", ")
-                    ),
-                )
-            })?;
-            *slot = cx.positive_seconds(val, key.get_ref())?;
-        }
+        cx.limits_into(&mut limits, t)?;
     }
-    let timing = cx.timing(root.get("timing"))?;
+    let mut timing = cx.timing(root.get("timing"))?;
+    let mut verify = cx.verify(root.get("verify"))?;
+    for set in overrides.iter().filter_map(|o| sets::as_set(o)) {
+        sets::apply(set, &mut limits, &mut timing, &mut verify)?;
+    }
     if timing.rotating_mib > 0 && op != OpKind::Gemm {
         let at = root
             .get("timing")
@@ -447,7 +446,6 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             ),
         ));
     }
-    let verify = cx.verify(root.get("verify"))?;
 
     let sha256 = Sha256::digest(text.as_bytes())
         .iter()

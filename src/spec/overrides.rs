@@ -66,7 +66,10 @@ pub(super) fn apply_overrides(
     for (p, done) in parsed.iter().zip(consumed) {
         if !done {
             place(dims, p)?;
-            if let Some(d) = dims.iter().find(|d| d.axes.iter().any(|a| a.slot == p.slot)) {
+            if let Some(d) = dims
+                .iter()
+                .find(|d| d.axes.iter().any(|a| a.slot == p.slot))
+            {
                 refuse_duplicates(d, p)?;
             }
         }

@@ -3,7 +3,7 @@
 
 use super::error::SpecError;
 use super::policy::{
-    MAX_BUFFER_MIB, MAX_MAX_SAMPLES, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy,
+    Limits, MAX_BUFFER_MIB, MAX_MAX_SAMPLES, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy,
 };
 use super::value::Value;
 use super::{Axis, TOP_KEYS, axis, axis_names, check_value, line_col, slot_of};
@@ -332,7 +332,14 @@ impl Cx<'_> {
 
     pub(super) fn timing(&self, t: Option<&Sp>) -> Result<TimingPolicy, SpecError> {
         let mut p = TimingPolicy::default();
-        let Some(t) = t else { return Ok(p) };
+        if let Some(t) = t {
+            self.timing_into(&mut p, t)?;
+        }
+        Ok(p)
+    }
+
+    /// Sets the keys `t` (a `[timing]` table) names on `p`, leaving the others as they are.
+    pub(super) fn timing_into(&self, p: &mut TimingPolicy, t: &Sp) -> Result<(), SpecError> {
         let table = self.table(t, "timing")?;
         let keys = [
             "enabled",
@@ -384,12 +391,19 @@ impl Cx<'_> {
                 ),
             ));
         }
-        Ok(p)
+        Ok(())
     }
 
     pub(super) fn verify(&self, t: Option<&Sp>) -> Result<VerifyPolicy, SpecError> {
         let mut p = VerifyPolicy::default();
-        let Some(t) = t else { return Ok(p) };
+        if let Some(t) = t {
+            self.verify_into(&mut p, t)?;
+        }
+        Ok(p)
+    }
+
+    /// Sets the keys `t` (a `[verify]` table) names on `p`, leaving the others as they are.
+    pub(super) fn verify_into(&self, p: &mut VerifyPolicy, t: &Sp) -> Result<(), SpecError> {
         let table = self.table(t, "verify")?;
         self.deny_unknown(
             table,
@@ -414,7 +428,25 @@ impl Cx<'_> {
                 }
             }
         }
-        Ok(p)
+        Ok(())
+    }
+
+    /// Sets the phase limits `t` (a `[limits]` table) names on `limits`.
+    pub(super) fn limits_into(&self, limits: &mut Limits, t: &Sp) -> Result<(), SpecError> {
+        for (key, val) in self.table(t, "limits")?.iter() {
+            let slot = limits.get_mut(key.get_ref()).ok_or_else(|| {
+                self.err(
+                    key.span(),
+                    format!(
+                        "unknown key `{}` at [limits], expected one of: {}, grace",
+                        key.get_ref(),
+                        super::policy::PHASES.join(", ")
+                    ),
+                )
+            })?;
+            *slot = self.positive_seconds(val, key.get_ref())?;
+        }
+        Ok(())
     }
 }
 
