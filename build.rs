@@ -62,4 +62,62 @@ fn main() {
     if let Err(e) = std::fs::write(format!("{out}/dependency_versions.rs"), code) {
         println!("cargo:warning=cannot write dependency versions: {e}");
     }
+    test_prerequisites();
+}
+
+/// The tests that need a Debian package (or two cores) are marked `ignore` when it is missing,
+/// through a cfg set here, so that `cargo test` counts them as ignored, with the reason, instead
+/// of passing them. Under CI=true nothing is marked: a missing package must fail there (each
+/// test checks again at run time and panics under CI).
+fn test_prerequisites() {
+    const NAMES: [&str; 6] = ["chromium", "hip", "hipcc", "slurm", "script", "two_cores"];
+    for name in NAMES {
+        println!("cargo::rustc-check-cfg=cfg(rocsweep_missing_{name})");
+    }
+    println!("cargo:rerun-if-env-changed=CI");
+    println!("cargo:rerun-if-env-changed=PATH");
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/lib/x86_64-linux-gnu"] {
+        if std::path::Path::new(dir).is_dir() {
+            println!("cargo:rerun-if-changed={dir}");
+        }
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        return;
+    }
+    let path = std::env::var("PATH").unwrap_or_default() + ":/usr/local/sbin:/usr/sbin:/sbin";
+    let on_path = |tool: &str| {
+        path.split(':')
+            .filter(|d| !d.is_empty())
+            .any(|d| std::path::Path::new(d).join(tool).is_file())
+    };
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .is_some_and(|o| o.stdout.trim_ascii() == b"0");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let missing = [
+        (
+            "chromium",
+            std::path::Path::new("/usr/bin/chromium").exists(),
+        ),
+        (
+            "hip",
+            std::path::Path::new("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5").exists(),
+        ),
+        ("hipcc", std::path::Path::new("/usr/bin/hipcc").exists()),
+        (
+            "slurm",
+            root && ["sbatch", "slurmctld", "slurmd", "munged", "python3"]
+                .iter()
+                .all(|t| on_path(t)),
+        ),
+        ("script", on_path("script")),
+        ("two_cores", cores >= 2),
+    ];
+    for (name, present) in missing {
+        if !present {
+            println!("cargo:rustc-cfg=rocsweep_missing_{name}");
+        }
+    }
 }

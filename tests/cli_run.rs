@@ -174,6 +174,31 @@ fn product_over_the_cap_needs_force() {
 }
 
 #[test]
+fn devices_the_cpu_does_not_have_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .env_remove("ROCSWEEP_TEST_CPU_DEVICES")
+        .args([
+            "run",
+            &repo("sweeps/quickstart.toml"),
+            "--devices",
+            "0,1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--devices: device 1 does not exist; the cpu backend has 1 device(s) (0)"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
 fn a_backend_that_cannot_run_here_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");

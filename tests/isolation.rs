@@ -735,6 +735,7 @@ fn seconds_after(capture: &str, prefix: &str) -> Vec<u64> {
 }
 
 #[test]
+#[cfg_attr(rocsweep_missing_script, ignore = "needs util-linux script")]
 fn the_terminal_shows_the_running_unit_its_phase_and_its_seconds_while_it_hangs() {
     // A real terminal (a pty made by util-linux `script`): the progress bar and, under it, the
     // running unit with its phase and the seconds spent in it, redrawn every second.

@@ -133,6 +133,7 @@ fn a_placebo_env_axis_has_no_measurable_effect_and_is_not_exported() {
 }
 
 #[test]
+#[cfg_attr(rocsweep_missing_two_cores, ignore = "needs two cores")]
 fn a_thread_count_axis_is_found_in_the_right_direction() {
     let _g = serial();
     let (profile, md) = run_and_recommend("tests/fixtures/noise/threads.toml");

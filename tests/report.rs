@@ -351,6 +351,10 @@ fn cli_report_prints_the_files_and_exits_0_or_2() {
 /// CI=true a missing Chromium fails the test, as a missing Slurm or hipcc does); elsewhere it
 /// prints that it skipped.
 #[test]
+#[cfg_attr(
+    rocsweep_missing_chromium,
+    ignore = "needs /usr/bin/chromium (apt-get install chromium)"
+)]
 fn report_html_renders_in_headless_chromium() {
     if !Path::new("/usr/bin/chromium").exists() {
         assert!(

@@ -19,6 +19,10 @@ fn have(what: &str, present: bool) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    rocsweep_missing_hip,
+    ignore = "needs libamdhip64-5 (apt-get install libamdhip64-5)"
+)]
 fn probe_loads_debians_hip_runtime_and_says_no_gpu() {
     if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
         return;
@@ -65,6 +69,10 @@ fn probe_loads_debians_hip_runtime_and_says_no_gpu() {
 }
 
 #[test]
+#[cfg_attr(
+    rocsweep_missing_hip,
+    ignore = "needs libamdhip64-5 (apt-get install libamdhip64-5)"
+)]
 fn a_rocm_run_without_a_gpu_is_refused_before_anything_is_written() {
     if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
         return;
@@ -110,6 +118,10 @@ fn cli_loads(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
 }
 
 #[test]
+#[cfg_attr(
+    rocsweep_missing_hip,
+    ignore = "needs libamdhip64-5 (apt-get install libamdhip64-5)"
+)]
 fn the_cli_process_never_loads_a_vendor_library() {
     if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
         return;
@@ -212,6 +224,7 @@ fn a_missing_rocm_lib_dir_is_a_usage_error() {
 /// into real AMD code objects. gfx1100 is not tried: Debian's rocm-device-libs 5.2 has no
 /// device library for it (clang says so), so only RDNA1 and RDNA2 targets are checked.
 #[test]
+#[cfg_attr(rocsweep_missing_hipcc, ignore = "needs hipcc (apt-get install hipcc)")]
 fn hipcc_compiles_the_kernels_for_rdna1_and_rdna2() {
     let hipcc = Path::new("/usr/bin/hipcc");
     if !have("hipcc", hipcc.exists()) {
@@ -334,6 +347,10 @@ fn assert_every_target_compiled(code: Option<i32>, out: &str) {
 /// backend assembles them, through its own loader and hipRTC calls, by Debian's real hipRTC,
 /// and each code object is checked (AMDGPU ELF for the target, every kernel the backend looks up).
 #[test]
+#[cfg_attr(
+    rocsweep_missing_hip,
+    ignore = "needs libamdhip64-5 (apt-get install libamdhip64-5)"
+)]
 fn real_hiprtc_compiles_the_kernels_with_and_without_system_hip_headers() {
     if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
         return;
@@ -356,6 +373,10 @@ fn real_hiprtc_compiles_the_kernels_with_and_without_system_hip_headers() {
 
 /// A compiler that dies on one target costs that target's line, not the selftest.
 #[test]
+#[cfg_attr(
+    rocsweep_missing_hip,
+    ignore = "needs libamdhip64-5 (apt-get install libamdhip64-5)"
+)]
 fn a_crashing_compiler_fails_one_target_and_the_others_still_pass() {
     if !have("libamdhip64-5", Path::new(DEBIAN_HIP).exists()) {
         return;

@@ -22,6 +22,8 @@ fn bin() -> Command {
     ] {
         c.env_remove(v);
     }
+    // The CPU backend has one device; the pool tests ask it to say it has two (test-only).
+    c.env("ROCSWEEP_TEST_CPU_DEVICES", "2");
     c
 }
 
@@ -444,6 +446,10 @@ fn bad_shard_and_device_values_are_usage_errors_naming_the_flag() {
         ),
         (vec!["--devices", "0,0"], vec!["--devices", "0,0", "twice"]),
         (vec!["--devices", "gpu1"], vec!["--devices", "gpu1"]),
+        (
+            vec!["--devices", "0,2"],
+            vec!["device 2 does not exist; the cpu backend has 2 device(s) (0..=1)"],
+        ),
     ] {
         let mut a = vec!["run", s, "--out", o_];
         a.extend_from_slice(&args);

@@ -40,6 +40,10 @@ fn statuses(dir: &Path) -> BTreeMap<String, String> {
 }
 
 #[test]
+#[cfg_attr(
+    rocsweep_missing_slurm,
+    ignore = "needs slurm-wlm and munge (apt-get install slurm-wlm munge) and root"
+)]
 fn a_slurm_array_job_merged_equals_the_unsharded_run() {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let missing: Vec<&str> = ["sbatch", "slurmctld", "slurmd", "munged", "python3"]

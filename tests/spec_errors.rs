@@ -413,6 +413,7 @@ fn binary_says_each_error_once() {
 }
 
 #[test]
+#[cfg_attr(rocsweep_missing_script, ignore = "needs util-linux script")]
 fn binary_draws_the_excerpt_in_a_box_on_a_terminal() {
     // A real terminal: a pty made by util-linux `script` (an essential package on Debian).
     if Command::new("script").arg("--version").output().is_err() {

@@ -68,7 +68,7 @@ impl Backend for CpuBackend {
                 cpu_model(),
                 rayon::current_num_threads()
             )],
-            device_count: 1,
+            device_count: test_device_count(),
             versions,
             ..BackendInfo::default()
         }
@@ -391,4 +391,16 @@ impl Prepared for GraphRun {
         let all: Vec<f32> = self.outs.iter().flatten().copied().collect();
         Ok(HostData::from_f32(self.p.dtype, &all))
     }
+}
+
+/// TEST-ONLY: how many devices the CPU backend says it has. One CPU is one device, so
+/// `--devices 0,1` is refused on it; the tests of multi-device pools set
+/// `ROCSWEEP_TEST_CPU_DEVICES=2` (read from the rocsweep process's own environment, like
+/// `ROCSWEEP_TEST_FAULT`: sweep files cannot set `ROCSWEEP_` variables) to run two pools on it.
+fn test_device_count() -> usize {
+    std::env::var("ROCSWEEP_TEST_CPU_DEVICES")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=16).contains(n))
+        .unwrap_or(1)
 }

@@ -65,8 +65,8 @@ pub fn slots(
 ) -> Result<Vec<Slot>, String> {
     let var = visibility_var(backend);
     let indices: Vec<usize> = match sel {
-        // The CPU is one device however it is asked for.
-        DeviceSel::All if var.is_none() => vec![0],
+        // The CPU is one device (`all` is that one).
+        DeviceSel::All if var.is_none() => (0..seen.max(1)).collect(),
         DeviceSel::All if seen == 0 => {
             return Err(format!(
                 "--devices all: the {backend} backend sees no devices"
@@ -82,13 +82,19 @@ pub fn slots(
     let mut out = Vec::new();
     for i in indices {
         let mut env = vec![(INDEX_VAR.to_string(), i.to_string())];
+        // The CPU backend is one device even when it reports none.
+        let have = if var.is_none() { seen.max(1) } else { seen };
+        if i >= have {
+            let which = match have {
+                0 => String::new(),
+                1 => " (0)".to_string(),
+                n => format!(" (0..={})", n - 1),
+            };
+            return Err(format!(
+                "--devices: device {i} does not exist; the {backend} backend has {have} device(s){which}"
+            ));
+        }
         if let Some(var) = var {
-            if i >= seen {
-                return Err(format!(
-                    "--devices: device {i} does not exist; the {backend} backend sees {seen} device(s) (0..={})",
-                    seen.saturating_sub(1)
-                ));
-            }
             let value = match &parent {
                 Some(list) => list.get(i).cloned().unwrap_or_else(|| i.to_string()),
                 None => i.to_string(),
@@ -131,10 +137,18 @@ mod tests {
         );
         let e = slots(&DeviceSel::List(vec![2]), "cuda", 2, None).unwrap_err();
         assert!(e.contains("device 2 does not exist"), "{e}");
-        // The CPU: `all` is one device, and a list is taken as given (the index is meaningless).
+        // The CPU: one device; `all` is it, and device 1 does not exist.
         assert_eq!(slots(&DeviceSel::All, "cpu", 1, None).unwrap().len(), 1);
-        let s = slots(&DeviceSel::List(vec![0, 1]), "cpu", 1, None).unwrap();
+        let e = slots(&DeviceSel::List(vec![0, 1]), "cpu", 1, None).unwrap_err();
+        assert!(
+            e.contains("device 1 does not exist; the cpu backend has 1 device(s) (0)"),
+            "{e}"
+        );
+        // A backend that says it has two (the tests' ROCSWEEP_TEST_CPU_DEVICES=2) gets two pools.
+        let s = slots(&DeviceSel::List(vec![0, 1]), "cpu", 2, None).unwrap();
         assert_eq!(s.len(), 2);
         assert_eq!(s[1].env, vec![(INDEX_VAR.to_string(), "1".to_string())]);
+        // A GPU backend that sees none has no device 0.
+        assert!(slots(&DeviceSel::List(vec![0]), "rocm", 0, None).is_err());
     }
 }
