@@ -377,6 +377,24 @@ fn repro_pins_a_zip_group_with_axis_overrides() {
 }
 
 #[test]
+fn repro_escapes_library_text_in_its_markdown() {
+    // The every-status fixture's error unit carries `<script>`, `&` and quotes from "the library".
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/every-status");
+    let text = repro::repro(&load(dir.to_str().unwrap()), "cda0ab0ae4ad9730").unwrap();
+    let error = text
+        .lines()
+        .find(|l| l.starts_with("| error |"))
+        .unwrap_or_else(|| panic!("an error row:\n{text}"));
+    assert!(
+        error.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp;"),
+        "{error}"
+    );
+    assert!(!text.contains("<script>"), "{text}");
+    // The row is one table row: the log tail's ` | ` separators are escaped.
+    assert_eq!(error.matches(" | ").count(), 1, "{error}");
+}
+
+#[test]
 fn repro_of_an_unknown_unit_is_bad_input_with_suggestions() {
     let err = repro::command(Path::new(RDNA1), "0000000000000000").unwrap_err();
     let CmdError::BadInput(msg) = err else {

@@ -84,8 +84,17 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
 /// Rows listed in compare.md per section; compare.csv has them all.
 const MD_ROWS: usize = 40;
 
+/// Plain text in a cell (`markup::md`), `-` when there is none.
 fn cell(s: &str) -> String {
-    let s = s.replace('|', "\\|");
+    if s.is_empty() {
+        "-".into()
+    } else {
+        crate::markup::md(s)
+    }
+}
+
+/// Markdown already made from escaped parts, `-` when there is none.
+fn or_dash(s: String) -> String {
     if s.is_empty() { "-".into() } else { s }
 }
 
@@ -100,13 +109,18 @@ fn brief(err: &str) -> String {
     }
 }
 
+/// The unit as Markdown: its id as code, the rest as escaped text.
 fn unit_label(u: &UnitCmp) -> String {
     let env = if u.env.is_empty() {
         String::new()
     } else {
         format!(" [{}]", u.env)
     };
-    format!("`{}` {} solver={}{env}", u.unit_id, u.params, u.solver)
+    format!(
+        "{} {}",
+        crate::markup::md_code(&u.unit_id),
+        crate::markup::md(&format!("{} solver={}{env}", u.params, u.solver))
+    )
 }
 
 fn status_cell(o: &Option<Outcome>) -> String {
@@ -132,20 +146,25 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
     s.push_str("| | A | B |\n|---|---|---|\n");
     type Fact = fn(&RunInfo) -> String;
     let rows: [(&str, Fact); 7] = [
-        ("run", |r| format!("`{}`", r.label)),
+        ("run", |r| crate::markup::md_code(&r.label)),
         ("sweep", |r| {
-            format!("{} (sha256 {})", r.sweep, short(&r.sha256))
+            cell(&format!("{} (sha256 {})", r.sweep, short(&r.sha256)))
         }),
         ("overrides", |r| cell(&r.overrides.join(" "))),
         ("backend", |r| {
-            format!("{}: {}", r.backend, r.devices.join(", "))
+            cell(&format!("{}: {}", r.backend, r.devices.join(", ")))
         }),
-        ("started", |r| r.started_at.clone()),
-        ("rocsweep", |r| r.rocsweep.clone()),
+        ("started", |r| cell(&r.started_at)),
+        ("rocsweep", |r| cell(&r.rocsweep)),
         ("units", |r| r.units.to_string()),
     ];
     for (name, f) in rows {
-        let _ = writeln!(s, "| {name} | {} | {} |", cell(&f(&c.a)), cell(&f(&c.b)));
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} |",
+            or_dash(f(&c.a)),
+            or_dash(f(&c.b))
+        );
     }
 
     s.push_str("\n## Status transitions\n\n");
@@ -163,6 +182,7 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         }
         s.push_str("| transition | units |\n|---|---|\n");
         for (k, n) in &counts {
+            // Made of status names and `->`: nothing to escape.
             let _ = writeln!(s, "| {k} | {n} |");
         }
         s.push_str("\n| unit | A | B | error in B |\n|---|---|---|---|\n");
@@ -171,7 +191,7 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} |",
-                cell(&unit_label(u)),
+                unit_label(u),
                 status_cell(&u.a),
                 status_cell(&u.b),
                 cell(&brief(err))
@@ -224,7 +244,7 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {r:.3} | {} |",
-                cell(&unit_label(u)),
+                unit_label(u),
                 ms(ta),
                 ms(tb),
                 spread(ta),

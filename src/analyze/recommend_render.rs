@@ -162,9 +162,9 @@ pub fn markdown(r: &Recommendation) -> String {
         let wrong = c.count(Status::Mismatch) + c.count(Status::Zeros) + c.count(Status::Nonfinite);
         let _ = writeln!(
             s,
-            "| {} | `{}` | {} | {} | {} | {} | {wrong} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {wrong} | {} | {} | {} |",
             i + 1,
-            r.label(c),
+            crate::markup::md_code(&r.label(c)),
             c.units,
             c.failures,
             c.count(Status::Hang),

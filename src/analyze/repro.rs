@@ -361,38 +361,34 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     };
     let _ = writeln!(s, "# Reproduction of unit {}: {outcome}\n", row.unit_id);
     s.push_str("| | |\n|---|---|\n");
-    let cell = |t: &str| {
-        if t.is_empty() {
-            "-".into()
-        } else {
-            t.replace('|', "\\|")
-        }
-    };
+    // Values are Markdown made from escaped parts (`markup::md`, `markup::md_code`).
     let mut fact = |k: &str, v: String| {
-        let _ = writeln!(s, "| {k} | {} |", cell(&v));
+        let v = if v.is_empty() { "-".to_string() } else { v };
+        let _ = writeln!(s, "| {k} | {v} |");
     };
-    fact("op", row.op.clone());
-    fact("parameters", format!("`{}`", row.params_text()));
-    fact("solver", row.solver.clone());
-    fact("case id", row.case_id.clone());
-    fact("env", row.env.clone());
+    use crate::markup::{md, md_code};
+    fact("op", md(&row.op));
+    fact("parameters", md_code(&row.params_text()));
+    fact("solver", md(&row.solver));
+    fact("case id", md(&row.case_id));
+    fact("env", md(&row.env));
     fact("status", format!("**{}**", row.status));
-    fact("phase", row.phase.clone());
+    fact("phase", md(&row.phase));
     if row.status == Status::Hang {
         let l = m.policies.limits.for_phase(&row.phase);
         fact(
             "watchdog",
-            format!(
+            md(&format!(
                 "{} limit {l} s, then SIGTERM and {} s grace",
                 row.phase, m.policies.limits.grace
-            ),
+            )),
         );
     }
-    fact("error", row.error.clone());
+    fact("error", md(&row.error));
     if row.reference.len() + row.max_abs_err.iter().len() > 0 {
         fact(
             "verification",
-            format!(
+            md(&format!(
                 "reference {}, max abs err {}, max rel err {}",
                 if row.reference.is_empty() {
                     "-"
@@ -401,7 +397,7 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
                 },
                 opt(row.max_abs_err),
                 opt(row.max_rel_err)
-            ),
+            )),
         );
     }
     let versions: Vec<String> = m
@@ -412,32 +408,38 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
         .collect();
     fact(
         "backend",
-        format!("{} on {}; {}", row.backend, row.device, versions.join(", ")),
+        md(&format!(
+            "{} on {}; {}",
+            row.backend,
+            row.device,
+            versions.join(", ")
+        )),
     );
     fact(
         "host",
-        format!(
+        md(&format!(
             "{}: {}, kernel {}, {}, {}",
             m.host.hostname, m.host.os, m.host.kernel, m.host.arch, m.host.cpu
-        ),
+        )),
     );
     fact(
         "run",
         format!(
-            "`{}`, started {}, rocsweep {} (git {})",
-            run.dir.display(),
-            m.started_at,
-            m.rocsweep_version,
-            m.git_commit
+            "{}, {}",
+            md_code(&run.dir.display().to_string()),
+            md(&format!(
+                "started {}, rocsweep {} (git {})",
+                m.started_at, m.rocsweep_version, m.git_commit
+            ))
         ),
     );
     fact(
         "sweep",
         format!(
-            "{} (`{}`, sha256 {})",
-            m.sweep.name,
-            m.sweep.path,
-            m.sweep.sha256.get(..12).unwrap_or(&m.sweep.sha256)
+            "{} ({}, sha256 {})",
+            md(&m.sweep.name),
+            md_code(&m.sweep.path),
+            md(m.sweep.sha256.get(..12).unwrap_or(&m.sweep.sha256))
         ),
     );
 

@@ -28,22 +28,8 @@ pub struct Plot {
     pub caption: String,
 }
 
-/// Text for HTML element content and attribute values: error texts come from libraries and
-/// worker logs and may contain anything.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// Text for HTML element content and attribute values (`markup::html`).
+pub use crate::markup::html as escape;
 
 /// Standard base64 with padding (RFC 4648), for data URIs.
 pub fn base64(bytes: &[u8]) -> String {
@@ -478,15 +464,6 @@ fn files_list(h: &mut String, f: &Facts, plots: &[Plot]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_neutralises_markup() {
-        assert_eq!(
-            escape(r#"<script>alert(1)</script> & "q" 'a'"#),
-            "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot; &#39;a&#39;"
-        );
-        assert_eq!(escape("plain"), "plain");
-    }
 
     #[test]
     fn base64_matches_rfc4648_vectors() {

@@ -12,24 +12,8 @@ use std::path::{Path, PathBuf};
 const MAX_TABLE_ROWS: usize = 200;
 const MAX_ERROR_CHARS: usize = 200;
 
-/// A table cell: `|` would end the cell, and angle brackets or ampersands would be taken as
-/// HTML by renderers that allow some.
-pub fn cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '\\' => out.push_str("\\\\"),
-            '`' => out.push_str("\\`"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\n' | '\r' => out.push(' '),
-            _ => out.push(c),
-        }
-    }
-    out
-}
+/// Plain text in a table cell or line (`markup::md`), and a code span (`markup::md_code`).
+pub use crate::markup::{md as cell, md_code as code};
 
 fn short_error(e: &str) -> String {
     let first = e.split(" | ").next().unwrap_or("");
@@ -188,18 +172,6 @@ fn table_cell(c: &Cell) -> String {
     }
 }
 
-/// A code span inside a table cell: copied as it is, except that `|` must stay escaped (GFM
-/// ends the cell at a bare one even inside backticks) and a backtick in the text needs a longer
-/// fence.
-pub fn code(s: &str) -> String {
-    let text = s.replace(['\n', '\r'], " ").replace('|', "\\|");
-    if text.contains('`') {
-        format!("`` {text} ``")
-    } else {
-        format!("`{text}`")
-    }
-}
-
 fn fastest_table(s: &mut String, f: &Facts) {
     s.push_str("\n## Fastest solver per case\n\n");
     match table::fastest(f) {
@@ -208,20 +180,5 @@ fn fastest_table(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "{}", cell(&line));
         }
         Fastest::Table(t) => table(s, &t),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cells_cannot_break_the_table_or_inject_html() {
-        assert_eq!(cell("a|b <s> & c"), "a\\|b &lt;s&gt; &amp; c");
-        assert_eq!(
-            code("rocsweep repro 'a|b' 1f"),
-            "`rocsweep repro 'a\\|b' 1f`"
-        );
-        assert_eq!(code("x`y"), "`` x`y ``");
     }
 }
