@@ -227,160 +227,235 @@ fn y_title(groups: &[(String, Vec<String>)]) -> String {
     parts.join(" · ")
 }
 
+/// The x axis: the size parameter's values in order (or one column, `all`).
+struct XAxis {
+    param: Option<String>,
+    labels: Vec<String>,
+    title: String,
+}
+
+impl XAxis {
+    fn of(r: &Row, param: Option<&str>) -> String {
+        param.map_or("all".to_string(), |p| r.param(p).unwrap_or("").to_string())
+    }
+
+    fn new(f: &Facts, order: &Order) -> (XAxis, Vec<(String, Vec<String>)>) {
+        let x = f.size_param();
+        let mut labels: Vec<String> = f
+            .rows()
+            .iter()
+            .map(|r| XAxis::of(r, x.as_deref()))
+            .collect::<HashSet<String>>()
+            .into_iter()
+            .collect();
+        labels.sort_by(|a, b| order.cmp(x.as_deref().unwrap_or(""), a, b));
+        let mut ordered: Vec<String> = x.iter().cloned().collect();
+        ordered.extend(f.varying.iter().filter(|p| Some(*p) != x.as_ref()).cloned());
+        let mut groups = f.leaders(&ordered);
+        let followers = match &x {
+            Some(_) if !groups.is_empty() => groups.remove(0).1,
+            _ => Vec::new(),
+        };
+        let title = match &x {
+            Some(p) if followers.is_empty() => p.clone(),
+            Some(p) => format!("{p} (= {})", followers.join(" = ")),
+            None => "(no size parameter varies)".to_string(),
+        };
+        (
+            XAxis {
+                param: x,
+                labels,
+                title,
+            },
+            groups,
+        )
+    }
+}
+
+/// The y axis: every other varying parameter (channels first), trailing ones folded when that
+/// makes more than `MAX_ROWS` rows.
+struct YAxis {
+    params: Vec<String>,
+    folded: Vec<String>,
+    keys: Vec<Vec<String>>,
+    labels: Vec<String>,
+    title: String,
+}
+
+impl YAxis {
+    fn new(f: &Facts, order: &Order, mut groups: Vec<(String, Vec<String>)>) -> YAxis {
+        // Channels lead the y axis: the RDNA1 maps this report exists for are channels x size.
+        groups.sort_by_key(|(p, _)| match p.as_str() {
+            "c_in" => 0,
+            "c_out" => 1,
+            _ => 2,
+        });
+        let mut params: Vec<String> = groups.iter().map(|(p, _)| p.clone()).collect();
+        let mut folded: Vec<String> = Vec::new();
+        let mut keys: Vec<Vec<String>>;
+        loop {
+            keys = f
+                .rows()
+                .iter()
+                .map(|r| y_key(r, &params))
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            if keys.len() <= MAX_ROWS || params.len() <= 1 {
+                break;
+            }
+            if let Some(p) = params.pop() {
+                folded.insert(0, p);
+            }
+        }
+        keys.sort_by(|a, b| order.cmp_keys(&params, a, b));
+        let labels = if params.is_empty() {
+            vec!["all".to_string()]
+        } else {
+            keys.iter().map(|k| y_label(&params, k)).collect()
+        };
+        let title = y_title(&groups[..params.len()]);
+        YAxis {
+            params,
+            folded,
+            keys,
+            labels,
+            title,
+        }
+    }
+}
+
 pub fn build(f: &Facts) -> Option<Heatmap> {
-    let rows = f.rows();
-    if rows.is_empty() {
+    if f.rows().is_empty() {
         return None;
     }
-    let x = f.size_param();
-    let x_of = |r: &Row| -> String {
-        x.as_deref()
-            .map_or("all".to_string(), |p| r.param(p).unwrap_or("").to_string())
-    };
-    let order = Order::new(rows);
-    let mut x_labels: Vec<String> = rows
-        .iter()
-        .map(&x_of)
-        .collect::<HashSet<String>>()
-        .into_iter()
-        .collect();
-    x_labels.sort_by(|a, b| order.cmp(x.as_deref().unwrap_or(""), a, b));
-    let x_index: HashMap<&str, usize> = x_labels
+    let order = Order::new(f.rows());
+    let (x, groups) = XAxis::new(f, &order);
+    let y = YAxis::new(f, &order, groups);
+    let (mut panels, panel_of) = panels_for(f, x.labels.len() * y.labels.len());
+    fill(f, &x, &y, &mut panels, &panel_of);
+    let subtitle = subtitle(f, &y.folded, &panels);
+    let (cell_w, y_label_w, cols) = layout(&x, &y, &panels);
+    Some(Heatmap {
+        title: title(f),
+        subtitle,
+        x_title: x.title,
+        y_title: y.title,
+        x_labels: x.labels,
+        y_labels: y.labels,
+        panels,
+        cell_w,
+        y_label_w,
+        cols,
+    })
+}
+
+/// Puts every row into its cell of each panel it belongs to, keeping the worst (or, in a
+/// "best of" panel, the best) unit of the cell.
+fn fill(f: &Facts, x: &XAxis, y: &YAxis, panels: &mut [Panel], panel_of: &PanelsOf) {
+    let x_index: HashMap<&str, usize> = x
+        .labels
         .iter()
         .enumerate()
         .map(|(i, v)| (v.as_str(), i))
         .collect();
-
-    let mut ordered: Vec<String> = x.iter().cloned().collect();
-    ordered.extend(f.varying.iter().filter(|p| Some(*p) != x.as_ref()).cloned());
-    let mut groups = f.leaders(&ordered);
-    let x_followers = match &x {
-        Some(_) if !groups.is_empty() => groups.remove(0).1,
-        _ => Vec::new(),
-    };
-    // Channels lead the y axis: the RDNA1 maps this report exists for are channels x size.
-    groups.sort_by_key(|(p, _)| match p.as_str() {
-        "c_in" => 0,
-        "c_out" => 1,
-        _ => 2,
-    });
-    let mut y_params: Vec<String> = groups.iter().map(|(p, _)| p.clone()).collect();
-    let mut folded: Vec<String> = Vec::new();
-    let mut y_keys: Vec<Vec<String>>;
-    loop {
-        y_keys = rows
-            .iter()
-            .map(|r| y_key(r, &y_params))
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        if y_keys.len() <= MAX_ROWS || y_params.len() <= 1 {
-            break;
-        }
-        if let Some(p) = y_params.pop() {
-            folded.insert(0, p);
-        }
-    }
-    y_keys.sort_by(|a, b| order.cmp_keys(&y_params, a, b));
-    let y_index: HashMap<&[String], usize> = y_keys
+    let y_index: HashMap<&[String], usize> = y
+        .keys
         .iter()
         .enumerate()
         .map(|(i, k)| (k.as_slice(), i))
         .collect();
-    let y_labels: Vec<String> = if y_params.is_empty() {
-        vec!["all".to_string()]
-    } else {
-        y_keys.iter().map(|k| y_label(&y_params, k)).collect()
-    };
-
-    let nx = x_labels.len();
-    let ny = y_labels.len();
-    let (mut panels, panel_of) = panels_for(f, nx * ny);
-    for r in rows {
+    let nx = x.labels.len();
+    for r in f.rows() {
         let s = f.solvers.iter().position(|s| *s == r.solver).unwrap_or(0);
         let e = f.env_index(&r.env);
-        let xi = x_index.get(x_of(r).as_str()).copied().unwrap_or(0);
-        let yk = y_key(r, &y_params);
+        let xi = x_index
+            .get(XAxis::of(r, x.param.as_deref()).as_str())
+            .copied()
+            .unwrap_or(0);
+        let yk = y_key(r, &y.params);
         let yi = y_index.get(yk.as_slice()).copied().unwrap_or(0);
         let idx = yi * nx + xi;
+        let shown = || Cell {
+            status: r.status,
+            shade: f.shade(r),
+            phase: r.phase.clone(),
+            unit_id: r.unit_id.clone(),
+            solver: r.solver.clone(),
+            case: f.case_label(r),
+            units: 0,
+        };
         for key in [(e, Some(s)), (e, None)] {
             for &p in panel_of.get(&key).into_iter().flatten() {
-                let panel = &mut panels[p];
-                let pick = panel.pick;
-                let cell = panel.cells[idx].get_or_insert_with(|| Cell {
-                    status: r.status,
-                    shade: f.shade(r),
-                    phase: r.phase.clone(),
-                    unit_id: r.unit_id.clone(),
-                    solver: r.solver.clone(),
-                    case: f.case_label(r),
-                    units: 0,
-                });
-                cell.units += 1;
+                let pick = panels[p].pick;
+                let cell = panels[p].cells[idx].get_or_insert_with(shown);
                 let (new, old) = (facts::severity(r.status), facts::severity(cell.status));
                 let replace = match pick {
                     Pick::Worst => new > old,
                     Pick::Best => new < old,
                 };
                 if replace {
-                    cell.status = r.status;
-                    cell.shade = f.shade(r);
-                    cell.phase = r.phase.clone();
-                    cell.unit_id = r.unit_id.clone();
-                    cell.solver = r.solver.clone();
-                    cell.case = f.case_label(r);
+                    *cell = Cell {
+                        units: cell.units,
+                        ..shown()
+                    };
                 }
+                cell.units += 1;
             }
         }
     }
+}
+
+/// The run, and how cells fold units and panels fold solvers when they do.
+fn subtitle(f: &Facts, folded: &[String], panels: &[Panel]) -> Vec<String> {
     let shared = panels
         .iter()
         .filter(|p| !p.overview)
         .flat_map(|p| p.cells.iter().flatten())
         .any(|c| c.units > 1);
-
-    let x_title = match &x {
-        Some(p) if x_followers.is_empty() => p.clone(),
-        Some(p) => format!("{p} (= {})", x_followers.join(" = ")),
-        None => "(no size parameter varies)".to_string(),
-    };
-    let mut subtitle = vec![format!(
+    let mut out = vec![format!(
         "{} · {}",
         f.run.manifest.sweep.name,
         facts::counts_line(&f.counts(None))
     )];
     if folded.is_empty() && !shared {
-        subtitle[0].push_str(" · one unit per cell");
+        out[0].push_str(" · one unit per cell");
     } else {
         let what = if folded.is_empty() {
             "several units".to_string()
         } else {
             format!("all values of {}", folded.join(", "))
         };
-        subtitle.push(format!(
+        out.push(format!(
             "each cell holds {what} and shows the worst of them:"
         ));
-        subtitle.push(facts::severity_text());
+        out.push(facts::severity_text());
     }
     if panels.iter().any(|p| p.overview) {
-        subtitle.push(
+        out.push(
             "first the worst and the best status over all solvers in each cell (unsafe with any? safe with some?), then one panel per solver"
                 .to_string(),
         );
     }
+    out
+}
+
+/// Cell width, y label width and panels per row.
+fn layout(x: &XAxis, y: &YAxis, panels: &[Panel]) -> (u32, u32, u32) {
     let lf = draw::font(LABEL_PX);
-    let y_title = y_title(&groups[..y_params.len()]);
-    let y_label_w = y_labels
+    let y_label_w = y
+        .labels
         .iter()
         .map(|l| draw::text_width(&lf, l))
         .chain(std::iter::once(draw::text_width(
             &draw::bold(LABEL_PX),
-            &y_title,
+            &y.title,
         )))
         .max()
         .unwrap_or(0)
         .clamp(30, 320)
         + 10;
+    let nx = x.labels.len();
     let cell_w = (680 / nx.max(1) as u32).clamp(46, 96);
     let panel_w = y_label_w + cell_w * nx as u32 + MARGIN;
     // As many panels side by side as fit in MAX_WIDTH: 56 cuDNN engines in one column made a
@@ -391,18 +466,7 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         .count()
         .max(panels.iter().filter(|p| !p.overview).count());
     let cols = (MAX_WIDTH / panel_w).clamp(1, widest_section.max(1) as u32);
-    Some(Heatmap {
-        title: title(f),
-        subtitle,
-        x_title,
-        y_title,
-        x_labels,
-        y_labels,
-        panels,
-        cell_w,
-        y_label_w,
-        cols,
-    })
+    (cell_w, y_label_w, cols)
 }
 
 /// (env, Some(solver)) or (env, None) to the panels a unit of them lands in.
