@@ -227,10 +227,8 @@ impl<'a> Facts<'a> {
             return r.status;
         }
         r.error
-            .rsplit("[unit ")
-            .next()
-            .filter(|_| r.error.contains("[unit "))
-            .and_then(|rest| rest.split(']').next())
+            .rfind("[unit ")
+            .and_then(|at| r.error[at + "[unit ".len()..].split(']').next())
             .and_then(|id| self.status_of.get(id))
             .copied()
             .filter(|s| s.is_failure())

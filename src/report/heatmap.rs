@@ -54,6 +54,19 @@ pub(super) struct Cell {
     pub units: usize,
 }
 
+impl Cell {
+    /// What the cell says: the status letter, with the phase for hangs, crashes and
+    /// interrupts (`H:compile`); nothing for ok.
+    pub fn text(&self) -> String {
+        let code = facts::code(self.status);
+        if facts::shows_phase(self.status) && !self.phase.is_empty() {
+            format!("{code}:{}", self.phase)
+        } else {
+            code.to_string()
+        }
+    }
+}
+
 /// Which unit of several a panel's cell shows.
 #[derive(Clone, Copy, PartialEq)]
 enum Pick {
@@ -84,8 +97,9 @@ pub struct Heatmap {
     cols: u32,
 }
 
-pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
-    match build(f) {
+/// Draws `map` (`build`'s, None for a run without rows) as heatmap.png and heatmap.svg.
+pub fn write(f: &Facts, map: Option<&Heatmap>, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
+    match map {
         Some(h) if !h.drawable() => {
             let (w, hh) = h.size();
             draw::render(
@@ -99,7 +113,7 @@ pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
                 "heatmap",
             )
         }
-        Some(h) => draw::render(&h, dir, "heatmap"),
+        Some(h) => draw::render(h, dir, "heatmap"),
         None => draw::render(
             &draw::NoData {
                 title: title(f),
@@ -673,7 +687,7 @@ fn cell_text<DB: DrawingBackend>(
     let (cx, cy) = (x0 + cw / 2, y0 + ch / 2);
     let room = (cw - 6).max(0) as u32;
     if facts::shows_phase(cell.status) && !cell.phase.is_empty() {
-        let text = format!("{code}:{}", cell.phase);
+        let text = cell.text();
         for px in [12.0, 10.0] {
             let f = draw::font(px);
             if draw::text_width(&f, &text) <= room {

@@ -2,7 +2,7 @@
 //! external files) that can be mailed or attached to a bug report as it is.
 
 use super::facts::{self, Facts};
-use super::heatmap;
+use super::heatmap::Heatmap;
 use super::map;
 use super::table::{self, Cell, Fastest, Table};
 use crate::analyze::rundata::Row;
@@ -78,8 +78,14 @@ code.copy { user-select: all; -webkit-user-select: all; white-space: nowrap; bac
 .note { color: #555; font-size: 14px; }
 "#;
 
-pub fn write(f: &Facts, dir: &Path, plots: &[Plot]) -> Result<PathBuf, CmdError> {
-    let page = render(f, plots)?;
+/// `map` is the safe-region map already built for heatmap.png, shown here as HTML tables.
+pub fn write(
+    f: &Facts,
+    dir: &Path,
+    plots: &[Plot],
+    map: Option<&Heatmap>,
+) -> Result<PathBuf, CmdError> {
+    let page = render(f, plots, map)?;
     let path = dir.join("report.html");
     std::fs::write(&path, page)
         .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
@@ -109,7 +115,7 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
-fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
+fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, CmdError> {
     let m = &f.run.manifest;
     let mut h = String::new();
     let name = escape(&m.sweep.name);
@@ -144,9 +150,9 @@ fn render(f: &Facts, plots: &[Plot]) -> Result<String, CmdError> {
             escape(&file_name(&p.png)),
             escape(&file_name(&p.svg))
         );
-        let map = if p.as_map { heatmap::build(f) } else { None };
-        if let Some(map) = map.filter(|m| m.drawable() && m.cells() <= MAX_MAP_CELLS) {
-            map::write(&mut h, &map, &listed);
+        let shown = map.filter(|m| p.as_map && m.drawable() && m.cells() <= MAX_MAP_CELLS);
+        if let Some(m) = shown {
+            map::write(&mut h, m, &listed);
             let _ = writeln!(
                 h,
                 "<p class=\"note\">{} Point at a cell for its unit; a cell that did not end ok leads to its row below, with the command that reproduces it. As pictures: {links}</p>",

@@ -93,12 +93,7 @@ fn panel(h: &mut String, m: &Heatmap, p: &Panel, listed: &HashSet<&str>) {
 fn cell(h: &mut String, c: &Cell, x: &str, listed: &HashSet<&str>) {
     let bg = facts::color(c.shade);
     let fg = draw::contrast(bg);
-    let code = facts::code(c.status);
-    let text = if facts::shows_phase(c.status) && !c.phase.is_empty() {
-        format!("{code}:{}", c.phase)
-    } else {
-        code.to_string()
-    };
+    let text = c.text();
     let mut title = format!("{}", c.status);
     if !c.phase.is_empty() {
         let _ = write!(title, " in {}", c.phase);

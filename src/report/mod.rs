@@ -29,25 +29,28 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     let f = facts::Facts::new(&run);
     let mut files = Vec::new();
     let mut plots = Vec::new();
+    // Built once: drawn as heatmap.png/.svg and shown in report.html as HTML tables.
+    let map = heatmap::build(&f);
+    let write_map = |f: &facts::Facts, dir: &Path| heatmap::write(f, map.as_ref(), dir);
     // (heading, writer, caption, shown in report.html as a map of links instead of the image)
-    let kinds: [(&'static str, PlotFn, String, bool); 3] = [
+    let kinds: [(&'static str, &PlotFn<'_>, String, bool); 3] = [
         (
             "Safe region",
-            heatmap::write,
+            &write_map,
             "Each cell is one unit (or the worst of several, as the subtitle says); H:phase marks a hang and the phase it hung in.".to_string(),
             true,
         ),
         (
             "Status counts",
-            counts::write,
+            &counts::write,
             "Units per status for each env combination.".to_string(),
             false,
         ),
         (
             "Throughput",
-            throughput::write,
+            &throughput::write,
             format!(
-                "{} of the median time against {}: a dot per ok unit, a line per solver (and env combination) through its best dot at each size, a panel per combination of the non-numeric parameters that vary (dtype, direction, ...), the best of all ringed.",
+                "{} of the median time against {}: a dot per ok unit, a line per solver (and env combination) and shape family (the numeric parameters other than the size held fixed, one marker shape each) through its best dot at each size, a panel per combination of the non-numeric parameters that vary (dtype, direction, ...), the best of all ringed.",
                 f.metric.rate_unit(),
                 f.metric.size_name()
             ),
@@ -67,10 +70,10 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
         }
         files.extend(written);
     }
-    files.push(html::write(&f, dir, &plots)?);
+    files.push(html::write(&f, dir, &plots, map.as_ref())?);
     let md = markdown::write(&f, dir, &files)?;
     files.push(md);
     Ok(files)
 }
 
-type PlotFn = fn(&facts::Facts, &Path) -> Result<Vec<PathBuf>, CmdError>;
+type PlotFn<'a> = dyn Fn(&facts::Facts, &Path) -> Result<Vec<PathBuf>, CmdError> + 'a;

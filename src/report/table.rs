@@ -55,10 +55,10 @@ impl Table {
     }
 }
 
-/// The command that reproduces a unit on its own (`rocsweep repro DIR UNIT`), quoted for a shell.
-/// DIR is relative when the run lies under the directory the report was made from (a
-/// repository's committed reports then work in any clone), absolute otherwise.
-pub fn repro_command(f: &Facts, unit_id: &str) -> String {
+/// The run directory as `rocsweep repro` should be given it, quoted for a shell: relative when
+/// the run lies under the directory the report is made from (a repository's committed reports
+/// then work in any clone), absolute otherwise.
+fn repro_dir(f: &Facts) -> String {
     let abs = std::fs::canonicalize(&f.run.dir).unwrap_or_else(|_| f.run.dir.clone());
     let dir = std::env::current_dir()
         .and_then(std::fs::canonicalize)
@@ -66,11 +66,7 @@ pub fn repro_command(f: &Facts, unit_id: &str) -> String {
         .and_then(|cwd| abs.strip_prefix(cwd).ok().map(|p| p.to_path_buf()))
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(abs);
-    format!(
-        "rocsweep repro {} {}",
-        shell::quote(&dir.display().to_string()),
-        shell::quote(unit_id)
-    )
+    shell::quote(&dir.display().to_string())
 }
 
 /// Units that did not end ok: what, where, why, and how to get it again.
@@ -82,6 +78,7 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
     }
     cols.extend([("case", false), ("error", false), ("unit and repro", false)]);
     let mut t = Table::new(&cols);
+    let dir = repro_dir(f);
     for r in rows {
         let mut row = vec![
             Cell::Status(r.status),
@@ -96,7 +93,10 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
             title: format!("case {} · {}", r.case_id, r.params_text()),
         });
         row.push(Cell::Error(r.error.clone()));
-        row.push(Cell::Code(repro_command(f, &r.unit_id)));
+        row.push(Cell::Code(format!(
+            "rocsweep repro {dir} {}",
+            shell::quote(&r.unit_id)
+        )));
         t.rows.push(row);
         t.anchors.push(Some(r.unit_id.clone()));
     }

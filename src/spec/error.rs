@@ -130,10 +130,10 @@ impl SpecError {
         let excerpt = if terminal && !self.is_argument() {
             self.boxed_excerpt()
         } else {
-            self.plain_excerpt(
+            Some(self.plain_excerpt(
                 text.get(line_start..line_end).unwrap_or(""),
                 at - line_start,
-            )
+            ))
         };
         match excerpt {
             Some(x) => format!("error: {self}\n{x}"),
@@ -156,7 +156,7 @@ impl SpecError {
     }
 
     /// `  4 | c_in=[1,"a"]` (or for an argument `  --axis c_in=abc`) and carets under the error.
-    fn plain_excerpt(&self, line: &str, offset_in_line: usize) -> Option<String> {
+    fn plain_excerpt(&self, line: &str, offset_in_line: usize) -> String {
         let before = line.get(..offset_in_line).unwrap_or("");
         let indent: String = before
             .chars()
@@ -179,7 +179,7 @@ impl SpecError {
         if let Some(help) = &self.help {
             out.push_str(&format!("\n  help: {help}"));
         }
-        Some(out)
+        out
     }
 }
 

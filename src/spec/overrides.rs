@@ -1,5 +1,6 @@
 //! `--axis NAME=VALUES` overrides: replace an axis, add one, select rows of a zip group by
-//! values its axis has, or replace a zipped axis with as many new values as the group has rows.
+//! values its axis has, replace a zipped axis with as many new values as the group has rows, or
+//! replace the group's rows when every axis of the group is given.
 
 use super::error::SpecError;
 use super::reader::Cx;
@@ -24,12 +25,11 @@ pub(super) fn apply_overrides(
     let mut consumed = vec![false; parsed.len()];
     for d in dims.iter_mut().filter(|d| d.axes.len() > 1) {
         // The last override of each axis of the group, as the one-at-a-time rule would leave it.
-        let last: Vec<Option<usize>> = d
+        let given: Vec<usize> = d
             .axes
             .iter()
-            .map(|a| parsed.iter().rposition(|p| p.slot == a.slot))
+            .filter_map(|a| parsed.iter().rposition(|p| p.slot == a.slot))
             .collect();
-        let given: Vec<usize> = last.iter().flatten().copied().collect();
         if given.len() != d.axes.len() {
             continue;
         }
