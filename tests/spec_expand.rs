@@ -483,3 +483,68 @@ fn concrete_solver_names_of_every_backend_are_accepted() {
     let text = "name = \"s\"\nop = \"conv2d\"\n[axes]\nsolver = \"eng\"\n";
     assert!(rocsweep::spec::load_str("s.toml", text, &[]).is_err());
 }
+
+const WEIGHTED: &str = r#"
+[axes]
+solver = "all"
+
+[[cases]]
+# a comment, as `rocsweep import` writes the source lines
+weight = 40
+traced_ms = 12.5
+c_in = 64
+c_out = 64
+h = 56
+kernel = 1
+pad = 0
+
+[[cases]]
+weight = 3
+traced_ms = 0.5
+c_in = 3
+c_out = 64
+h = 224
+kernel = 7
+pad = 3
+"#;
+
+#[test]
+fn cases_tables_are_one_dimension_with_the_model_weights() {
+    let s = conv(WEIGHTED);
+    let got = cases(&s);
+    assert_eq!(got.len(), 2, "one case per [[cases]] table");
+    assert_eq!(get(OpKind::Conv2d, &got[0], "c_in"), &Value::Int(64));
+    assert_eq!(get(OpKind::Conv2d, &got[1], "kernel"), &Value::Int(7));
+    assert_eq!(
+        get(OpKind::Conv2d, &got[1], "w"),
+        &Value::Int(224),
+        "w follows h"
+    );
+    let w = s.case_weights().expect("weighted");
+    assert_eq!(w[&got[0].id].calls, 40.0);
+    assert_eq!(w[&got[0].id].traced_ms, Some(12.5));
+    assert_eq!(w[&got[1].id].calls, 3.0);
+    // The same problem written in [zip] has the same case id: weights are not parameters.
+    let zipped = conv(
+        "[zip.p]\nc_in = [64, 3]\nc_out = [64, 64]\nh = [56, 224]\nkernel = [1, 7]\npad = [0, 3]\n",
+    );
+    let ids: Vec<String> = cases(&zipped).into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, vec![got[0].id.clone(), got[1].id.clone()]);
+    assert!(zipped.case_weights().is_none(), "no weights, none invented");
+}
+
+#[test]
+fn axis_override_on_cases_keeps_the_selected_rows_weights() {
+    let s = conv_with(WEIGHTED, &["c_in=3"]);
+    let got = cases(&s);
+    assert_eq!(got.len(), 1);
+    let w = s.case_weights().expect("the selected row keeps its weight");
+    assert_eq!(w[&got[0].id].calls, 3.0);
+    // New values are new problems: no weight is carried over to them.
+    let s = conv_with(
+        WEIGHTED,
+        &["c_in=8,16", "c_out=8,16", "h=8,8", "kernel=1,1", "pad=0,0"],
+    );
+    assert_eq!(cases(&s).len(), 2);
+    assert!(s.case_weights().is_none());
+}

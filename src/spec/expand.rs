@@ -2,9 +2,10 @@
 //! million-case sweep never sits in memory.
 
 use super::value::Value;
-use super::{Sweep, slot_count};
+use super::{Sweep, Weight, slot_count};
 use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// One env combination: the fixed `[env]` values plus one value of each env axis.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +109,25 @@ impl Sweep {
     }
 }
 
+impl Sweep {
+    /// The model's weight of each case, by case id, when a `[[cases]]` list carries weights
+    /// (`None` otherwise). A case crossed with other axes takes its row's weight in each.
+    pub fn case_weights(&self) -> Option<HashMap<String, Weight>> {
+        let wd = self.dims.iter().position(|d| !d.weights.is_empty())?;
+        let weights = &self.dims[wd].weights;
+        let mut it = self.combinations();
+        let mut out = HashMap::new();
+        while let Some((mut slots, rows)) = it.next_indexed() {
+            slots.pop();
+            let id = crate::op::case_id(self.op, &slots);
+            if let Some(w) = weights.get(rows[wd]) {
+                out.insert(id, *w);
+            }
+        }
+        Some(out)
+    }
+}
+
 pub struct Combinations<'a> {
     sweep: &'a Sweep,
     base: Vec<Value>,
@@ -142,17 +162,25 @@ impl Combinations<'_> {
     }
 }
 
+impl Combinations<'_> {
+    /// The next combination and the row of each dimension it took.
+    fn next_indexed(&mut self) -> Option<(Vec<Value>, Vec<usize>)> {
+        while !self.done {
+            let slots = self.current();
+            let rows = self.idx.clone();
+            self.advance();
+            if !self.sweep.filters.iter().any(|f| f.matches(&slots)) {
+                return Some((slots, rows));
+            }
+        }
+        None
+    }
+}
+
 impl Iterator for Combinations<'_> {
     type Item = Vec<Value>;
 
     fn next(&mut self) -> Option<Vec<Value>> {
-        while !self.done {
-            let slots = self.current();
-            self.advance();
-            if !self.sweep.filters.iter().any(|f| f.matches(&slots)) {
-                return Some(slots);
-            }
-        }
-        None
+        self.next_indexed().map(|(slots, _)| slots)
     }
 }

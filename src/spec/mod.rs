@@ -5,6 +5,7 @@
 //! filters type-checked), so expansion itself cannot fail.
 
 pub mod axis;
+pub mod cases;
 pub mod error;
 pub mod expand;
 pub mod filter;
@@ -36,6 +37,7 @@ const TOP_KEYS: &[&str] = &[
     "backend",
     "axes",
     "zip",
+    "cases",
     "drop",
     "env",
     "env_axes",
@@ -53,11 +55,22 @@ pub struct Axis {
     pub values: Vec<Value>,
 }
 
-/// One dimension of the product: a single axis, or a zip group whose axes vary together.
+/// One dimension of the product: a single axis, or a zip group whose axes vary together (a
+/// `[[cases]]` list is one, named `cases`).
 #[derive(Clone, Debug)]
 pub struct Dim {
     pub group: Option<String>,
     pub axes: Vec<Axis>,
+    /// The model's weight of each row (`[[cases]]` with `weight`), or empty: unweighted.
+    pub weights: Vec<Weight>,
+}
+
+/// How much of a model one case stands for: the calls a log or trace saw, and the time it
+/// traced for them where the source has times.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weight {
+    pub calls: f64,
+    pub traced_ms: Option<f64>,
 }
 
 impl Dim {
@@ -241,6 +254,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             dims.push(Dim {
                 group: None,
                 axes: vec![axis],
+                weights: Vec::new(),
             });
         }
     }
@@ -294,8 +308,12 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             dims.push(Dim {
                 group: Some(group.get_ref().to_string()),
                 axes,
+                weights: Vec::new(),
             });
         }
+    }
+    if let Some(list) = root.get("cases") {
+        dims.push(cases::read(&cx, op, list, &mut seen)?);
     }
 
     let axis_overrides: Vec<String> = overrides

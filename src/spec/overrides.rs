@@ -54,6 +54,8 @@ pub(super) fn apply_overrides(
         for (a, &i) in d.axes.iter_mut().zip(&given) {
             a.values = parsed[i].values.clone();
         }
+        // New rows are new problems: the model's weights were the old rows'.
+        d.weights.clear();
         for (i, p) in parsed.iter().enumerate() {
             if d.axes.iter().any(|a| a.slot == p.slot) {
                 consumed[i] = true;
@@ -213,9 +215,12 @@ fn place(dims: &mut Vec<Dim>, p: &Parsed) -> Result<(), SpecError> {
             let rows: Vec<usize> = (0..have.len())
                 .filter(|&r| values.contains(&have[r]))
                 .collect();
-            if d.axes.len() > 1 && all_known {
+            if (d.axes.len() > 1 || !d.weights.is_empty()) && all_known {
                 for a in d.axes.iter_mut() {
                     a.values = rows.iter().map(|&r| a.values[r].clone()).collect();
+                }
+                if !d.weights.is_empty() {
+                    d.weights = rows.iter().map(|&r| d.weights[r]).collect();
                 }
                 return Ok(());
             }
@@ -232,6 +237,7 @@ fn place(dims: &mut Vec<Dim>, p: &Parsed) -> Result<(), SpecError> {
                 )));
             }
             d.axes[pos].values = values.clone();
+            d.weights.clear();
             return Ok(());
         }
     }
@@ -242,6 +248,7 @@ fn place(dims: &mut Vec<Dim>, p: &Parsed) -> Result<(), SpecError> {
             slot,
             values: values.clone(),
         }],
+        weights: Vec::new(),
     });
     Ok(())
 }
