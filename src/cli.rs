@@ -149,6 +149,20 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Read the convolutions and GEMMs a model runs from vendor logs and profiler traces (MIOpen,
+    /// hipBLASLt, rocBLAS, cuBLASLt, cuDNN, PyTorch profiler, TunableOp) and write one sweep
+    /// file per op into DIR, weighted by calls, with summary.md.
+    Import {
+        /// The logs and traces to read.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Where the sweep files and summary.md go (must not exist, or be empty).
+        #[arg(long)]
+        out: PathBuf,
+        /// Print nothing on success.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Print a stand-alone reproduction of one unit (environment, vendor tool command, rocsweep command).
     Repro { run_dir: PathBuf, unit_id: String },
     /// Runs units for a supervisor over stdin/stdout (internal).

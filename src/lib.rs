@@ -14,6 +14,7 @@ pub mod dtype;
 pub mod error;
 pub mod exec;
 pub mod exit;
+pub mod import;
 pub mod markup;
 pub mod op;
 pub mod report;

@@ -176,6 +176,15 @@ fn main() {
                 Err(e) => report(e),
             }
         }
+        Command::Import { files, out, quiet } => match rocsweep::import::command(&files, &out) {
+            Ok(summary) => {
+                if !quiet {
+                    print!("{summary}");
+                }
+                exit::OK
+            }
+            Err(e) => report(e),
+        },
         Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
         Command::Probe { backend } => {
             let (text, available) = rocsweep::commands::probe_text(backend.as_deref());
