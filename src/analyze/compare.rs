@@ -36,6 +36,8 @@ pub struct UnitCmp {
     pub b: Option<Outcome>,
     /// Timed in both runs: B over A and its verdict.
     pub ratio: Option<(f64, Verdict)>,
+    /// The calls the unit's case stands for in a sweep imported from a model (1 without).
+    pub weight: f64,
 }
 
 impl UnitCmp {
@@ -118,6 +120,8 @@ pub struct Comparison {
     pub units: Vec<UnitCmp>,
     /// Each run's noise floor (noise.rs), where its units have trials.
     pub floors: (Option<f64>, Option<f64>),
+    /// Whether the geometric means are weighted by a model's calls (`rocsweep import`).
+    pub weighted: bool,
 }
 
 /// `Err` with the reason when the runs come from different sweeps (name or SHA-256 differ).
@@ -170,6 +174,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
     let in_b: HashMap<&str, &Row> = b.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let in_a: HashMap<&str, &Row> = a.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let mut units = Vec::with_capacity(a.rows.len());
+    let weights = super::weights::of(b).or_else(|| super::weights::of(a));
     let unit = |row: &Row, ra: Option<&Row>, rb: Option<&Row>| {
         let (oa, ob) = (ra.map(outcome), rb.map(outcome));
         let ratio = match (
@@ -188,6 +193,10 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
             a: oa,
             b: ob,
             ratio,
+            weight: weights
+                .as_ref()
+                .and_then(|w| w.get(&row.case_id))
+                .map_or(1.0, |w| w.calls),
         }
     };
     for ra in &a.rows {
@@ -204,6 +213,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
         sweep_mismatch: check_same_sweep(a, b).err(),
         units,
         floors: (floor_a, floor_b),
+        weighted: weights.is_some(),
     }
 }
 
@@ -215,8 +225,9 @@ pub struct Tally {
     pub fixed: usize,
     pub changed_status: usize,
     pub verdicts: BTreeMap<Verdict, usize>,
-    /// Sum of ln(ratio) and count, for the geometric mean.
+    /// Sum of weight x ln(ratio), the weights and the count, for the (weighted) geometric mean.
     log_sum: f64,
+    weight_sum: f64,
     timed: usize,
 }
 
@@ -236,7 +247,8 @@ impl Tally {
         }
         if let Some((r, v)) = u.ratio {
             *self.verdicts.entry(v).or_default() += 1;
-            self.log_sum += r.ln();
+            self.log_sum += u.weight * r.ln();
+            self.weight_sum += u.weight;
             self.timed += 1;
         }
     }
@@ -246,7 +258,7 @@ impl Tally {
     }
 
     pub fn geomean(&self) -> Option<f64> {
-        (self.timed > 0).then(|| (self.log_sum / self.timed as f64).exp())
+        (self.timed > 0 && self.weight_sum > 0.0).then(|| (self.log_sum / self.weight_sum).exp())
     }
 }
 
@@ -323,7 +335,12 @@ impl Comparison {
             t.count(Verdict::Ambiguous),
         );
         if let Some(g) = t.geomean() {
-            let _ = write!(s, "; geometric-mean throughput B/A {g:.3}");
+            let how = if self.weighted {
+                " (weighted by calls)"
+            } else {
+                ""
+            };
+            let _ = write!(s, "; geometric-mean throughput B/A{how} {g:.3}");
         }
         let (oa, ob) = (self.only_in(true).len(), self.only_in(false).len());
         if oa + ob > 0 {

@@ -224,7 +224,12 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         let _ = writeln!(s, "| {} | {} |", v.name(), t.count(v));
     }
     if let Some(g) = t.geomean() {
-        let _ = writeln!(s, "\nGeometric mean of the ratios: {g:.3}.");
+        let how = if c.weighted {
+            ", weighted by the model's calls per case (the sweep's `weight`)"
+        } else {
+            ""
+        };
+        let _ = writeln!(s, "\nGeometric mean of the ratios{how}: {g:.3}.");
     }
     let mut timed: Vec<&UnitCmp> = c.units.iter().filter(|u| u.ratio.is_some()).collect();
     // Most changed first (in either direction), then by id for a stable order.

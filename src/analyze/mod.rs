@@ -12,3 +12,4 @@ pub mod repro;
 pub mod rundata;
 pub mod shell;
 pub mod tree;
+pub mod weights;

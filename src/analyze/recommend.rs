@@ -90,6 +90,8 @@ pub struct ComboReport {
     pub throughput: Option<f64>,
     pub fail_rules: Vec<Rule>,
     pub ok_rules: Vec<Rule>,
+    /// For a sweep weighted by a model's calls: the share of the calls in each status.
+    pub model: Option<String>,
 }
 
 impl ComboReport {
@@ -344,9 +346,16 @@ pub fn recommend(run: &RunData) -> Recommendation {
     };
 
     let feats = features(&run.rows, &run.param_names);
+    let keys: Vec<String> = combos.iter().map(|(k, _)| k.clone()).collect();
+    let label = |r: &Row| r.params_text().replace(';', " ");
+    let mut model: Vec<Option<String>> = super::weights::shares(run, &keys)
+        .map(|v| v.iter().map(|s| Some(s.sentence(&label))).collect())
+        .unwrap_or_default();
+    model.resize(keys.len(), None);
     let mut reports: Vec<ComboReport> = combos
         .iter()
-        .map(|(key, vars)| {
+        .zip(model)
+        .map(|((key, vars), model)| {
             let rows: Vec<&Row> = run.rows.iter().filter(|r| r.env == *key).collect();
             let mut counts = BTreeMap::new();
             for r in &rows {
@@ -372,6 +381,7 @@ pub fn recommend(run: &RunData) -> Recommendation {
                 throughput,
                 fail_rules,
                 ok_rules,
+                model,
             }
         })
         .collect();

@@ -62,12 +62,6 @@ fn conv(f: &Flags, dtype: DType) -> Result<Result<Conv, String>, String> {
         ("NHWC", "NHWC", "NHWC") => true,
         (i, w, o) => return Ok(Err(format!("MIOpen layouts {i}/{w}/{o}"))),
     };
-    let direction = match f.int(&["-F", "--forw"], None)? {
-        1 => "fwd",
-        2 => "bwd_data",
-        4 => "bwd_weights",
-        other => return Err(format!("-F {other} names no single direction (1, 2 or 4)")),
-    };
     let pair = |h: &[&str], w: &[&str], d: i64| -> Result<(i64, i64), String> {
         Ok((f.int(h, Some(d))?, f.int(w, Some(d))?))
     };
@@ -75,15 +69,26 @@ fn conv(f: &Flags, dtype: DType) -> Result<Result<Conv, String>, String> {
         f.int(&["-H", "--in_h"], None)?,
         f.int(&["-W", "--in_w"], None)?,
     );
+    let (n, c_in, c_out) = (
+        f.int(&["-n", "--batchsize"], None)?,
+        f.int(&["-c", "--in_channels"], None)?,
+        f.int(&["-k", "--out_channels"], None)?,
+    );
     let kernel = pair(&["-y", "--fil_h"], &["-x", "--fil_w"], 3)?;
     let pad = pair(&["-p", "--pad_h"], &["-q", "--pad_w"], 0)?;
     let stride = pair(&["-u", "--conv_stride_h"], &["-v", "--conv_stride_w"], 1)?;
     let dilation = pair(&["-l", "--dilation_h"], &["-j", "--dilation_w"], 1)?;
+    let direction = match f.int(&["-F", "--forw"], None)? {
+        1 => "fwd",
+        2 => "bwd_data",
+        4 => "bwd_weights",
+        other => return Err(format!("-F {other} names no single direction (1, 2 or 4)")),
+    };
     let c = Conv {
         direction,
-        n: f.int(&["-n", "--batchsize"], None)?,
-        c_in: f.int(&["-c", "--in_channels"], None)?,
-        c_out: f.int(&["-k", "--out_channels"], None)?,
+        n,
+        c_in,
+        c_out,
         h,
         w,
         kernel: 0,

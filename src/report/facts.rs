@@ -63,20 +63,7 @@ pub fn shows_phase(s: Status) -> bool {
 /// below the measured one it stands for: a prediction of a hang still warns more than any
 /// measured wrong number, and a measurement beats a prediction of the same thing.
 pub fn severity(s: Status) -> u8 {
-    match s {
-        Status::Hang => 11,
-        Status::Crash => 10,
-        Status::InferredFail => 9,
-        Status::Nonfinite => 8,
-        Status::Zeros => 7,
-        Status::Mismatch => 6,
-        Status::Error => 5,
-        Status::Interrupted => 4,
-        Status::Skipped => 3,
-        Status::Unsupported => 2,
-        Status::InferredOk => 1,
-        Status::Ok => 0,
-    }
+    s.severity()
 }
 
 /// The order `severity` gives, as the heatmap's subtitle states it.
@@ -297,6 +284,20 @@ impl<'a> Facts<'a> {
     }
 
     /// Units per status (in `Status::ALL` order), for one env combination or all.
+    /// For a sweep weighted by a model's calls (`rocsweep import`): per env combination, its
+    /// label and what share of the calls falls in each status (`analyze::weights`).
+    pub fn model_lines(&self) -> Option<Vec<(String, String)>> {
+        let shares = crate::analyze::weights::shares(self.run, &self.envs)?;
+        let label = |r: &Row| self.case_label(r);
+        Some(
+            shares
+                .iter()
+                .zip(&self.env_labels)
+                .map(|(s, l)| (l.clone(), s.sentence(&label)))
+                .collect(),
+        )
+    }
+
     pub fn counts(&self, env: Option<&str>) -> [u64; Status::COUNT] {
         let mut out = [0u64; Status::COUNT];
         for r in self.rows() {

@@ -80,6 +80,12 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     } else {
         counts_table(&mut s, f);
     }
+    if let Some(lines) = f.model_lines() {
+        s.push_str("\n## The model's calls\n\nWeighted by the calls (and traced time) the sweep's cases stand for; a case counts under the worst status of the solvers that ran it.\n\n");
+        for (env, line) in lines {
+            let _ = writeln!(s, "- {}: {}", cell(&env), cell(&line));
+        }
+    }
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
         f.not_ok().into_iter().partition(|r| r.status.is_failure());
     s.push_str("\n## Failures\n\n");

@@ -66,6 +66,27 @@ impl Status {
     /// Outcomes that mean the library did something wrong (not merely "cannot do this"). Only
     /// measured outcomes: an `inferred-fail` unit never ran, so it is not one (see
     /// [`Status::predicts_failure`]).
+    /// How much a status warns, for picking the worst of several (README "report"): hangs and
+    /// crashes take the machine or worker down; wrong numbers are silent and worse than an
+    /// honest library error; not running at all says nothing; `unsupported` is an honest
+    /// "cannot". An inferred status ranks just below the measured one it stands for.
+    pub fn severity(self) -> u8 {
+        match self {
+            Status::Hang => 11,
+            Status::Crash => 10,
+            Status::InferredFail => 9,
+            Status::Nonfinite => 8,
+            Status::Zeros => 7,
+            Status::Mismatch => 6,
+            Status::Error => 5,
+            Status::Interrupted => 4,
+            Status::Skipped => 3,
+            Status::Unsupported => 2,
+            Status::InferredOk => 1,
+            Status::Ok => 0,
+        }
+    }
+
     pub fn is_failure(self) -> bool {
         matches!(
             self,
