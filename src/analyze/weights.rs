@@ -56,14 +56,16 @@ impl Share<'_> {
     /// "97.0% of the model's calls (95.1% of its traced time) ran ok; 3.0% hang: 2 shapes (...)".
     pub fn sentence(&self, label: &dyn Fn(&Row) -> String) -> String {
         let pct = |x: f64, of: f64| if of > 0.0 { 100.0 * x / of } else { 0.0 };
-        let part = |s: Status| {
-            let mut t = format!("{:.1}%", pct(self.calls_in(s), self.calls));
-            if let (Some(ms), Some(all)) = (self.ms_in(s), self.traced_ms) {
-                t.push_str(&format!(" ({:.1}% of traced time)", pct(ms, all)));
-            }
-            t
+        let part = |s: Status, whose: &str| {
+            let calls = format!("{:.1}%", pct(self.calls_in(s), self.calls));
+            let time = match (self.ms_in(s), self.traced_ms) {
+                (Some(ms), Some(all)) => format!(" ({:.1}% of {whose}traced time)", pct(ms, all)),
+                _ => String::new(),
+            };
+            (calls, time)
         };
-        let mut out = vec![format!("{} of the model's calls ran ok", part(Status::Ok))];
+        let (ok, ok_time) = part(Status::Ok, "its ");
+        let mut out = vec![format!("{ok} of the model's calls{ok_time} ran ok")];
         let mut worst: Vec<(&Status, &Vec<Case>)> = self
             .by_status
             .iter()
@@ -81,9 +83,9 @@ impl Share<'_> {
             } else {
                 String::new()
             };
+            let (calls, time) = part(*s, "");
             out.push(format!(
-                "{} {}: {} shape{} ({}{more})",
-                part(*s),
+                "{calls}{time} {}: {} shape{} ({}{more})",
                 s.name(),
                 cases.len(),
                 if cases.len() == 1 { "" } else { "s" },
