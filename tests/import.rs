@@ -243,7 +243,10 @@ fn a_model_log_becomes_weighted_cases_and_the_report_says_the_share_of_calls() {
     let o = rocsweep(&["recommend", run.to_str().expect("utf-8")], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rec = std::fs::read_to_string(run.join("recommend.md")).expect("recommend.md");
-    assert!(rec.contains("Weighted by the model's calls: 97.0%"), "{rec}");
+    assert!(
+        rec.contains("Weighted by the model's calls: 97.0%"),
+        "{rec}"
+    );
     let cmp = tmp.path().join("cmp");
     let o = rocsweep(
         &[

@@ -235,7 +235,11 @@ pub fn markdown(r: &Recommendation) -> String {
     for (i, c) in r.combos.iter().enumerate() {
         let _ = writeln!(s, "### {}. `{}`\n", i + 1, r.label(c));
         if let Some(model) = &c.model {
-            let _ = writeln!(s, "Weighted by the model's calls: {}.\n", crate::markup::md(model));
+            let _ = writeln!(
+                s,
+                "Weighted by the model's calls: {}.\n",
+                crate::markup::md(model)
+            );
         }
         if c.failures == 0 {
             let _ = writeln!(
