@@ -18,18 +18,16 @@ pub fn of(run: &RunData) -> Option<HashMap<String, Weight>> {
         .case_weights()
 }
 
-/// One case under one env combination: its status and weight.
+/// One case under one env combination: the row whose status it counts under, and its weight.
 #[derive(Clone, Debug)]
 pub struct Case<'a> {
     pub row: &'a Row,
-    pub status: Status,
     pub weight: Weight,
 }
 
 /// The model's calls under one env combination, by status.
 #[derive(Clone, Debug)]
 pub struct Share<'a> {
-    pub env: String,
     pub calls: f64,
     /// Traced time in all, when every case has one.
     pub traced_ms: Option<f64>,
@@ -99,60 +97,48 @@ impl Share<'_> {
 /// The shares per env combination, in the order the env keys come; `None` without weights.
 pub fn shares<'a>(run: &'a RunData, envs: &[String]) -> Option<Vec<Share<'a>>> {
     let weights = of(run)?;
-    let mut cases: HashMap<(&str, &str), Vec<&Row>> = HashMap::new();
+    // env -> case id -> its rows.
+    let mut by_env: HashMap<&str, BTreeMap<&str, Vec<&Row>>> = HashMap::new();
     for r in &run.rows {
-        cases
-            .entry((r.env.as_str(), r.case_id.as_str()))
+        by_env
+            .entry(r.env.as_str())
+            .or_default()
+            .entry(r.case_id.as_str())
             .or_default()
             .push(r);
     }
     let all_traced = weights.values().all(|w| w.traced_ms.is_some());
-    let out = envs
-        .iter()
-        .map(|env| {
-            let mut by_status: BTreeMap<Status, Vec<Case>> = BTreeMap::new();
-            let mut ids: Vec<&str> = cases
-                .keys()
-                .filter(|(e, _)| e == env)
-                .map(|(_, c)| *c)
-                .collect();
-            ids.sort();
-            for id in ids {
-                let (Some(rows), Some(w)) = (cases.get(&(env.as_str(), id)), weights.get(id))
-                else {
-                    continue;
-                };
-                let ran: Vec<&&Row> = rows
-                    .iter()
-                    .filter(|r| r.status != Status::Unsupported)
-                    .collect();
-                let pick = if ran.is_empty() {
-                    rows.iter().collect()
-                } else {
-                    ran
-                };
-                let Some(worst) = pick.iter().max_by_key(|r| r.status.severity()) else {
-                    continue;
-                };
-                by_status.entry(worst.status).or_default().push(Case {
-                    row: worst,
-                    status: worst.status,
-                    weight: *w,
-                });
+    let empty = BTreeMap::new();
+    let share = |env: &String| {
+        let mut by_status: BTreeMap<Status, Vec<Case>> = BTreeMap::new();
+        for (id, rows) in by_env.get(env.as_str()).unwrap_or(&empty) {
+            let Some(w) = weights.get(*id) else { continue };
+            if let Some(row) = worst(rows) {
+                by_status
+                    .entry(row.status)
+                    .or_default()
+                    .push(Case { row, weight: *w });
             }
-            for v in by_status.values_mut() {
-                v.sort_by(|a, b| b.weight.calls.total_cmp(&a.weight.calls));
-            }
-            let counted = by_status.values().flatten();
-            let calls = counted.clone().map(|c| c.weight.calls).sum();
-            let traced_ms = all_traced.then(|| counted.filter_map(|c| c.weight.traced_ms).sum());
-            Share {
-                env: env.clone(),
-                calls,
-                traced_ms,
-                by_status,
-            }
-        })
-        .collect();
-    Some(out)
+        }
+        for v in by_status.values_mut() {
+            v.sort_by(|a, b| b.weight.calls.total_cmp(&a.weight.calls));
+        }
+        let counted = by_status.values().flatten();
+        let calls = counted.clone().map(|c| c.weight.calls).sum();
+        let traced_ms = all_traced.then(|| counted.filter_map(|c| c.weight.traced_ms).sum());
+        Share {
+            calls,
+            traced_ms,
+            by_status,
+        }
+    };
+    Some(envs.iter().map(share).collect())
+}
+
+/// The row a case counts under: the worst of those that ran it, or of all when none could.
+fn worst<'a>(rows: &[&'a Row]) -> Option<&'a Row> {
+    let ran = rows.iter().filter(|r| r.status != Status::Unsupported);
+    ran.max_by_key(|r| r.status.severity())
+        .or_else(|| rows.iter().max_by_key(|r| r.status.severity()))
+        .copied()
 }

@@ -19,7 +19,6 @@ pub struct Case {
     pub traced_ms: Option<f64>,
     pub quoted: Vec<String>,
     pub sightings: usize,
-    pub formats: Vec<&'static str>,
 }
 
 impl Case {
@@ -104,7 +103,7 @@ impl Ledger {
             Parsed::Problem(p) => match check(&p) {
                 Ok(()) => {
                     tally.problems += 1;
-                    self.add_problem(p, found.format, &at, text);
+                    self.add_problem(p, &at, text);
                 }
                 Err(why) => {
                     tally.unsupported += 1;
@@ -127,7 +126,7 @@ impl Ledger {
         e.0 += 1;
     }
 
-    fn add_problem(&mut self, p: Problem, format: &'static str, at: &str, text: &str) {
+    fn add_problem(&mut self, p: Problem, at: &str, text: &str) {
         let key = p.key();
         let quote = format!("{at}: {}", clip(text));
         if let Some(&(op, i)) = self.index.get(&key)
@@ -143,9 +142,6 @@ impl Ledger {
             if c.quoted.len() < QUOTED {
                 c.quoted.push(quote);
             }
-            if !c.formats.contains(&format) {
-                c.formats.push(format);
-            }
             return;
         }
         let list = self.cases.entry(p.op.name()).or_default();
@@ -156,7 +152,6 @@ impl Ledger {
             traced_ms: p.traced_ms,
             quoted: vec![quote],
             sightings: 1,
-            formats: vec![format],
             problem: p,
         });
     }

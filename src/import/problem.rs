@@ -196,12 +196,8 @@ impl RowGemm {
 pub fn blas_type(name: &str) -> Result<DType, String> {
     let t = name.trim().trim_matches('"');
     Ok(match t.to_ascii_lowercase().as_str() {
-        "f32_r" | "s" | "r_32f" | "float" | "sgemm" | "c_f32_r" | "compute_32f" | "f32" => {
-            DType::F32
-        }
-        "f16_r" | "h" | "r_16f" | "half" | "hgemm" | "c_f16_r" | "compute_16f" | "f16" => {
-            DType::F16
-        }
+        "f32_r" | "s" | "r_32f" | "float" | "c_f32_r" | "compute_32f" | "f32" => DType::F32,
+        "f16_r" | "h" | "r_16f" | "half" | "c_f16_r" | "compute_16f" | "f16" => DType::F16,
         "bf16_r" | "r_16bf" | "bfloat16" | "bf16" => DType::Bf16,
         "xf32_r" | "c_xf32_r" | "compute_32f_fast_tf32" | "tf32" => DType::Tf32,
         _ => return Err(format!("type {t}")),

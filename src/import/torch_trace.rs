@@ -137,15 +137,7 @@ fn thread(e: &J) -> (String, String) {
 
 /// The problems of one op event (a convolution's backward is up to two: data and weights).
 fn read(name: &str, args: &J, kernels: &[&(f64, String)]) -> Vec<Parsed> {
-    let ms = |pick: &dyn Fn(&str) -> bool| -> Option<f64> {
-        let us: f64 = kernels
-            .iter()
-            .filter(|(_, n)| pick(n))
-            .map(|(d, _)| d)
-            .sum();
-        Some(us / 1000.0)
-    };
-    let all = ms(&|_| true);
+    let all = Some(kernels.iter().map(|(d, _)| d).sum::<f64>() / 1000.0);
     let result = match name {
         "aten::convolution" => conv(args, "fwd", 0, 1, 3, all).map(|p| vec![p]),
         "aten::convolution_backward" => backward(args, kernels),

@@ -56,20 +56,11 @@ pub fn shows_phase(s: Status) -> bool {
     matches!(s, Status::Hang | Status::Crash | Status::Interrupted)
 }
 
-/// The rule for folding several units into one cell: what costs a user most wins. Hangs and
-/// crashes take the machine or worker down; wrong numbers are silent and worse than an honest
-/// library error; not running at all (interrupted, skipped) says nothing; `unsupported` is an
-/// honest "cannot"; a cell is `ok` only when every unit in it is. An inferred status ranks just
-/// below the measured one it stands for: a prediction of a hang still warns more than any
-/// measured wrong number, and a measurement beats a prediction of the same thing.
-pub fn severity(s: Status) -> u8 {
-    s.severity()
-}
-
-/// The order `severity` gives, as the heatmap's subtitle states it.
+/// The order `Status::severity` gives (what costs a user most wins a cell; a cell is `ok` only
+/// when every unit in it is), as the heatmap's subtitle states it.
 pub fn severity_text() -> String {
     let mut all = Status::ALL.to_vec();
-    all.sort_by_key(|s| std::cmp::Reverse(severity(*s)));
+    all.sort_by_key(|s| std::cmp::Reverse(s.severity()));
     all.iter().map(|s| s.name()).collect::<Vec<_>>().join(" > ")
 }
 
@@ -136,6 +127,8 @@ pub struct Facts<'a> {
     pub metric: Metric,
     /// Each unit's status, to colour an inferred unit as the measured one it stands for.
     status_of: HashMap<&'a str, Status>,
+    /// The model's share of calls per env combination (`model_lines`), for weighted sweeps.
+    model: Option<Vec<(String, String)>>,
 }
 
 impl<'a> Facts<'a> {
@@ -186,8 +179,10 @@ impl<'a> Facts<'a> {
                 .iter()
                 .map(|r| (r.unit_id.as_str(), r.status))
                 .collect(),
+            model: None,
         };
         f.groups = f.leaders(&f.varying);
+        f.model = f.model_shares();
         f
     }
 
@@ -286,7 +281,11 @@ impl<'a> Facts<'a> {
     /// Units per status (in `Status::ALL` order), for one env combination or all.
     /// For a sweep weighted by a model's calls (`rocsweep import`): per env combination, its
     /// label and what share of the calls falls in each status (`analyze::weights`).
-    pub fn model_lines(&self) -> Option<Vec<(String, String)>> {
+    pub fn model_lines(&self) -> Option<&[(String, String)]> {
+        self.model.as_deref()
+    }
+
+    fn model_shares(&self) -> Option<Vec<(String, String)>> {
         let shares = crate::analyze::weights::shares(self.run, &self.envs)?;
         let label = |r: &Row| self.case_label(r);
         Some(
@@ -335,7 +334,7 @@ impl<'a> Facts<'a> {
             .iter()
             .filter(|r| r.status != Status::Ok && !r.status.is_inferred())
             .collect();
-        v.sort_by_key(|r| std::cmp::Reverse(severity(r.status)));
+        v.sort_by_key(|r| std::cmp::Reverse(r.status.severity()));
         v
     }
 
@@ -522,13 +521,13 @@ mod tests {
 
     #[test]
     fn severity_orders_every_status_differently() {
-        let s: BTreeSet<u8> = Status::ALL.iter().map(|s| severity(*s)).collect();
+        let s: BTreeSet<u8> = Status::ALL.iter().map(|s| s.severity()).collect();
         assert_eq!(s.len(), Status::COUNT);
-        assert!(severity(Status::Hang) > severity(Status::Mismatch));
-        assert!(severity(Status::Hang) > severity(Status::InferredFail));
-        assert!(severity(Status::InferredFail) > severity(Status::Mismatch));
-        assert!(severity(Status::InferredOk) > severity(Status::Ok));
-        assert!(severity(Status::Unsupported) > severity(Status::Ok));
+        assert!(Status::Hang.severity() > Status::Mismatch.severity());
+        assert!(Status::Hang.severity() > Status::InferredFail.severity());
+        assert!(Status::InferredFail.severity() > Status::Mismatch.severity());
+        assert!(Status::InferredOk.severity() > Status::Ok.severity());
+        assert!(Status::Unsupported.severity() > Status::Ok.severity());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!   follow) are not shown separately.
 //! - y: every other varying parameter, channels first (`c_in→c_out`). When that makes more than
 //!   `MAX_ROWS` rows, trailing parameters are folded: a cell then holds several units and shows
-//!   the most severe status (`facts::severity`), which the subtitle says.
+//!   the most severe status (`Status::severity`), which the subtitle says.
 //! - panels: with more than one solver, first two overviews per env combination (the worst
 //!   and the best status over all solvers in each cell), then one per (env combination,
 //!   solver) that has rows, `default` first; all on the same grid so they compare cell by
@@ -403,7 +403,7 @@ fn fill(f: &Facts, x: &XAxis, y: &YAxis, panels: &mut [Panel], panel_of: &Panels
             for &p in panel_of.get(&key).into_iter().flatten() {
                 let pick = panels[p].pick;
                 let cell = panels[p].cells[idx].get_or_insert_with(shown);
-                let (new, old) = (facts::severity(r.status), facts::severity(cell.status));
+                let (new, old) = (r.status.severity(), cell.status.severity());
                 let replace = match pick {
                     Pick::Worst => new > old,
                     Pick::Best => new < old,

@@ -136,7 +136,7 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
     if let Some(lines) = f.model_lines() {
         h.push_str("<h2>The model's calls</h2>\n<p>Weighted by the calls (and traced time) the sweep's cases stand for; a case counts under the worst status of the solvers that ran it.</p>\n<ul>\n");
         for (env, line) in lines {
-            let _ = writeln!(h, "<li><b>{}</b>: {}</li>", escape(&env), escape(&line));
+            let _ = writeln!(h, "<li><b>{}</b>: {}</li>", escape(env), escape(line));
         }
         h.push_str("</ul>\n");
     }

@@ -83,7 +83,7 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     if let Some(lines) = f.model_lines() {
         s.push_str("\n## The model's calls\n\nWeighted by the calls (and traced time) the sweep's cases stand for; a case counts under the worst status of the solvers that ran it.\n\n");
         for (env, line) in lines {
-            let _ = writeln!(s, "- {}: {}", cell(&env), cell(&line));
+            let _ = writeln!(s, "- {}: {}", cell(env), cell(line));
         }
     }
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
