@@ -305,6 +305,8 @@ fn rocblas_bench(row: &Row) -> String {
     )
 }
 
+/// The column-major call the ROCm backend makes for row-major C = op(A) op(B):
+/// C^T = op(B)^T op(A)^T, so m and n swap and so do the transposes (as in `rocblas_bench`).
 fn hipblaslt_bench(row: &Row, backend: &str) -> Option<String> {
     let p = |n: &str| row.param(n).unwrap_or("");
     let ty = |d: &str| match d {
@@ -322,11 +324,11 @@ fn hipblaslt_bench(row: &Row, backend: &str) -> Option<String> {
     let mut cmd = format!(
         "hipblaslt-bench -m {} -n {} -k {} --transA {} --transB {} --batch_count {} \
          --a_type {io} --b_type {io} --c_type {out} --d_type {out} --compute_type {compute} -i 10 -j 2 -v 1",
-        p("m"),
         p("n"),
+        p("m"),
         p("k"),
-        t(p("trans_a")),
         t(p("trans_b")),
+        t(p("trans_a")),
         p("batch"),
     );
     if backend == "rocm"
@@ -593,4 +595,72 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
 pub fn command(run_dir: &Path, unit_id: &str) -> Result<String, CmdError> {
     let run = RunData::load(run_dir)?;
     repro(&run, unit_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::status::Status;
+
+    fn gemm_row(params: &[(&str, &str)]) -> Row {
+        Row {
+            unit_id: "u".into(),
+            case_id: "c".into(),
+            op: "gemm".into(),
+            backend: "rocm".into(),
+            device: String::new(),
+            device_index: String::new(),
+            solver: "hipblaslt#0-sol56073".into(),
+            env: String::new(),
+            status: Status::Ok,
+            phase: String::new(),
+            error: String::new(),
+            reference: String::new(),
+            max_abs_err: None,
+            max_rel_err: None,
+            first_call_ms: None,
+            median_ms: None,
+            p10_ms: None,
+            p90_ms: None,
+            samples: None,
+            trials: None,
+            trial_ms: Vec::new(),
+            gflops: None,
+            gbps: None,
+            workspace_bytes: None,
+            chosen: String::new(),
+            flops: None,
+            bytes: None,
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn bench_commands_make_the_backends_column_major_call() {
+        let row = gemm_row(&[
+            ("m", "8"),
+            ("n", "4096"),
+            ("k", "512"),
+            ("trans_a", "true"),
+            ("trans_b", "false"),
+            ("batch", "1"),
+            ("dtype", "bf16"),
+            ("out_dtype", "bf16"),
+            ("compute", "f32"),
+        ]);
+        let lt = hipblaslt_bench(&row, "rocm").unwrap_or_default();
+        assert!(
+            lt.starts_with("hipblaslt-bench -m 4096 -n 8 -k 512 --transA N --transB T "),
+            "{lt}"
+        );
+        assert!(lt.ends_with("--solution_index 56073"), "{lt}");
+        let blas = rocblas_bench(&row);
+        assert!(
+            blas.contains("--transposeA N --transposeB T -m 4096 -n 8 -k 512"),
+            "{blas}"
+        );
+    }
 }
