@@ -104,11 +104,7 @@ fn main() {
             match result {
                 Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
                 Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
-                Ok(run::RunReport { dir: Some(d), .. })
-                    if rocsweep::exec::strategy_run::disagreements(d.as_path()) > 0 =>
-                {
-                    exit::CONFIRM_DISAGREED
-                }
+                Ok(r) if r.disagreements > 0 => exit::CONFIRM_DISAGREED,
                 Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
                 Ok(_) => exit::OK,
                 Err(e) => report(e),

@@ -1,19 +1,24 @@
 //! Running a sweep: planning units, running each in a worker process under a watchdog,
 //! journaling, and writing each result as it arrives.
 
+pub mod confirm;
 pub mod devices;
+pub mod events;
 pub mod fault;
 pub mod handle;
 pub mod journal;
 pub mod oneoff;
+pub mod options;
 pub mod plan;
 pub mod pool;
 pub mod progress;
 pub mod protocol;
+pub mod recorder;
 pub mod resume;
 pub mod run;
 pub mod shard;
 pub mod strategy;
+pub mod strategy_plan;
 pub mod strategy_run;
 pub mod supervisor;
 pub mod trials;

@@ -1,9 +1,9 @@
 //! Runs the plan on one or more device slots at once. Each slot is a supervisor (with its own
 //! warm workers and, for `--devices`, its own device variables) on its own thread, taking
 //! (env combination, case) entries from one shared queue; units are independent, so any slot
-//! may run any entry. Journal, results.csv, summary and progress are shared behind one lock:
-//! a unit's row is journaled and written as it finishes, whichever slot ran it. Without
-//! `--devices` there is one slot and this is the plain sequential run.
+//! may run any entry. The slots emit the run's events (exec/events.rs) to one recorder behind
+//! one lock (exec/recorder.rs): a unit's row is journaled and written as it finishes, whichever
+//! slot ran it. Without `--devices` there is one slot and this is the plain sequential run.
 //!
 //! A slot whose device fails its health probe leaves, handing the rest of its case back to the
 //! queue, while another slot is still working; the last one left records everything that
@@ -14,19 +14,16 @@
 //! journaled and kept, and the last trial (or the first that is not ok) writes the row
 //! (trials::combine).
 
-use super::journal::Journal;
-use super::progress::Progress;
-use super::run::Stop;
-use super::supervisor::{Env, Supervisor};
+use super::events::{Event, Stop, Unit};
+use super::recorder::{Place, Recorder, lock};
+use super::supervisor::{Env, Supervisor, Watch};
 use super::unit::{Outcome, Policies};
 use crate::op::{Case, unit_id};
-use crate::results::csv::{self as rcsv, ResultsWriter, UnitKey};
 use crate::results::status::Status;
-use crate::results::summary::Summary;
 use crate::spec::expand::EnvCombo;
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 /// One worker pool: a supervisor and what its rows say about where they ran.
 pub struct Slot {
@@ -37,20 +34,18 @@ pub struct Slot {
     pub device: String,
 }
 
-/// What every slot writes to, behind one lock.
-pub struct Shared {
-    pub journal: Journal,
-    pub csv: ResultsWriter,
-    pub summary: Summary,
-    pub progress: Progress,
-    /// Units that have their row.
-    pub done: HashSet<String>,
-    /// Units started in an earlier session and never finished, with the last phase seen.
-    pub unfinished: HashMap<String, String>,
-    /// Ok trials of units that have no row yet: (trial, outcome).
-    pub trials: HashMap<String, Vec<(u32, Outcome)>>,
-    /// The device each env combination's worker reported (env key -> device).
-    pub env_devices: BTreeMap<String, String>,
+impl Slot {
+    /// Where a row of this slot ran; `worker`: whether its worker produced it.
+    pub fn place(&self, worker: bool) -> Place<'_> {
+        Place {
+            label: &self.label,
+            reported: worker
+                .then(|| self.sup.info.as_ref().and_then(|i| i.devices.first()))
+                .flatten()
+                .map(String::as_str),
+            fallback: &self.device,
+        }
+    }
 }
 
 /// The run's fixed facts, read by every slot.
@@ -99,19 +94,13 @@ impl<I: Iterator<Item = (u32, Entry)>> Queue<I> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A slot that panicked has already failed the run; its data is still consistent enough to
-    // write what the others finish.
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Runs every (trial, entry) of `plan` on `slots` (concurrently when there are several) and
 /// says why the run stopped early, if it did. The first I/O error stops every slot and is
 /// returned.
 pub fn execute<I>(
     slots: &mut [Slot],
     plan: I,
-    shared: &Mutex<Shared>,
+    shared: &Mutex<Recorder>,
     p: &Params,
 ) -> std::io::Result<Option<Stop>>
 where
@@ -124,7 +113,6 @@ where
     });
     let all_down = AtomicBool::new(false);
     let failed = AtomicBool::new(false);
-    let single = slots.len() == 1;
     let results: Vec<std::io::Result<Option<Stop>>> = std::thread::scope(|s| {
         let handles: Vec<_> = slots
             .iter_mut()
@@ -138,7 +126,6 @@ where
                         p,
                         all_down,
                         failed,
-                        single,
                         state: State::Healthy,
                         probe_failed: false,
                     };
@@ -190,21 +177,17 @@ enum Flow {
 /// One unit as a slot sees it.
 struct UnitRef<'a> {
     trial: u32,
-    id: &'a str,
-    case: &'a Case,
-    solver: &'a str,
-    env_key: &'a str,
+    unit: Unit<'a>,
     env: Env<'a>,
 }
 
 struct Runner<'a, I> {
     slot: &'a mut Slot,
     queue: &'a Mutex<Queue<I>>,
-    shared: &'a Mutex<Shared>,
+    shared: &'a Mutex<Recorder>,
     p: &'a Params<'a>,
     all_down: &'a AtomicBool,
     failed: &'a AtomicBool,
-    single: bool,
     state: State,
     /// Set by a failed health probe; acted on between units (see `leave`).
     probe_failed: bool,
@@ -223,7 +206,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             if self.failed.load(Ordering::SeqCst) {
                 return Ok(None);
             }
-            if self.probe_failed && self.state == State::Healthy && !self.leave(None) {
+            if self.probe_failed && self.state == State::Healthy && !self.leave(None)? {
                 return Ok(None);
             }
             let work = {
@@ -248,33 +231,24 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     /// other slots and returns false, or, when no healthy slot is left, keeps it and returns
     /// true: this slot then records everything that remains as `skipped`. One lock covers both
     /// the count and the hand-back, so a slot that finds the queue empty cannot miss `rest`.
-    fn leave(&mut self, rest: Option<Work>) -> bool {
+    fn leave(&mut self, rest: Option<Work>) -> std::io::Result<bool> {
         let mut q = lock(self.queue);
         q.working -= 1;
-        let sh = lock(self.shared);
-        if q.working > 0 {
+        let others_continue = q.working > 0;
+        if others_continue {
             if let Some(w) = rest {
                 q.returned.push_back(w);
             }
             self.state = State::Left;
-            sh.progress.println(&format!(
-                "error: device {} failed its health probe; the other devices take its remaining units",
-                self.slot.label
-            ));
-            false
         } else {
             self.state = State::Draining;
             self.all_down.store(true, Ordering::SeqCst);
-            if self.single {
-                sh.progress.println("error: the device failed its health probe; recording the remaining units as skipped");
-            } else {
-                sh.progress.println(&format!(
-                    "error: device {} failed its health probe and no other device is taking units; recording the remaining units as skipped",
-                    self.slot.label
-                ));
-            }
-            true
         }
+        lock(self.shared).emit(&Event::Stopped {
+            slot: &self.slot.label,
+            others_continue,
+        })?;
+        Ok(!others_continue)
     }
 
     fn work(&mut self, w: Work) -> std::io::Result<Flow> {
@@ -292,34 +266,30 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         };
         let solvers = match solvers {
             Some(s) => s,
-            None if case.solver != "all" => vec![case.solver.clone()],
-            None if self.state == State::Draining => vec!["all".to_string()],
-            None => {
-                let all_id = unit_id(&case.id, "all", &env_key);
-                if lock(self.shared).done.contains(&all_id) {
-                    // Enumeration failed in an earlier session and that is recorded; do not retry it.
-                    return Ok(Flow::Continue);
-                }
-                match self.slot.sup.enumerate(env, &case.problem) {
-                    Ok(s) => {
-                        lock(self.shared).progress.expand_one(s.len() as u64);
-                        s
-                    }
-                    Err(out) => {
-                        // The enumeration itself failed: one row for the case with solver `all`.
-                        let u = UnitRef {
-                            trial,
+            None if self.state == State::Draining && case.solver == "all" => {
+                vec!["all".to_string()]
+            }
+            None => match list_solvers(self.slot, self.shared, env, &case, &env_key)? {
+                Listing::Solvers(s) => s,
+                Listing::Recorded => return Ok(Flow::Continue),
+                Listing::Failed(out) => {
+                    // The enumeration itself failed: one row for the case with solver `all`.
+                    let out = *out;
+                    let all_id = unit_id(&case.id, "all", &env_key);
+                    let u = UnitRef {
+                        trial,
+                        unit: Unit {
                             id: &all_id,
                             case: &case,
                             solver: "all",
                             env_key: &env_key,
-                            env,
-                        };
-                        self.record(&u, out)?;
-                        return Ok(Flow::Continue);
-                    }
+                        },
+                        env,
+                    };
+                    self.record(&u, out)?;
+                    return Ok(Flow::Continue);
                 }
-            }
+            },
         };
         for (i, solver) in solvers.iter().enumerate() {
             if self.interrupted() {
@@ -333,17 +303,19 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                     case: case.clone(),
                     solvers: Some(solvers[i..].to_vec()),
                 };
-                if !self.leave(Some(rest)) {
+                if !self.leave(Some(rest))? {
                     return Ok(Flow::Stop(None));
                 }
             }
             let id = unit_id(&case.id, solver, &env_key);
             let u = UnitRef {
                 trial,
-                id: &id,
-                case: &case,
-                solver,
-                env_key: &env_key,
+                unit: Unit {
+                    id: &id,
+                    case: &case,
+                    solver,
+                    env_key: &env_key,
+                },
                 env,
             };
             self.unit(&u)?;
@@ -351,68 +323,85 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         Ok(Flow::Continue)
     }
 
-    fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
-        {
-            let mut sh = lock(self.shared);
-            if sh.done.contains(u.id)
-                || sh
-                    .trials
-                    .get(u.id)
-                    .is_some_and(|v| v.iter().any(|(t, _)| *t == u.trial))
-            {
-                return Ok(());
-            }
-            if let Some(phase) = sh.unfinished.get(u.id).cloned()
-                && !self.p.retry_interrupted
-            {
-                let phase = if phase.is_empty() {
-                    "init".to_string()
-                } else {
-                    phase
-                };
-                let out = Outcome::failed(
-                    Status::Interrupted,
-                    &phase,
-                    "started and never finished: the supervisor, its worker or the machine went down (rerun with --retry-interrupted)",
-                );
-                return self.write(&mut sh, u, out);
-            }
-            if self.state == State::Draining {
-                let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
-                return self.write(&mut sh, u, out);
-            }
-            sh.journal.started(u.id)?;
+    /// The outcome of a unit that is not run: None when it is to be run.
+    fn not_run(&self, sh: &Recorder, u: &UnitRef) -> Option<Option<Outcome>> {
+        let id = u.unit.id;
+        let kept = |v: &Vec<(u32, Outcome)>| v.iter().any(|(t, _)| *t == u.trial);
+        if sh.has_row(id) || sh.trials.get(id).is_some_and(kept) {
+            return Some(None);
         }
-        let shared = self.shared;
+        if let Some(phase) = sh.unfinished.get(id)
+            && !self.p.retry_interrupted
+        {
+            let phase = if phase.is_empty() { "init" } else { phase };
+            return Some(Some(Outcome::failed(
+                Status::Interrupted,
+                phase,
+                "started and never finished: the supervisor, its worker or the machine went down (rerun with --retry-interrupted)",
+            )));
+        }
+        if self.state == State::Draining {
+            return Some(Some(Outcome::failed(
+                Status::Skipped,
+                "",
+                "device-unhealthy",
+            )));
+        }
+        None
+    }
+
+    fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
+        let first = if self.slot.sup.is_warm(u.env) {
+            "alloc"
+        } else {
+            "init"
+        };
         let limits = &self.p.policies.limits;
         let slot = self.slot.label.as_str();
         {
-            let first = if self.slot.sup.is_warm(u.env) {
-                "alloc"
-            } else {
-                "init"
-            };
-            let what = describe_unit(u.case, u.solver, u.env_key);
-            let limit = limits.for_phase(first);
-            lock(shared).progress.unit_started(slot, what, first, limit);
+            let mut sh = lock(self.shared);
+            match self.not_run(&sh, u) {
+                Some(None) => return Ok(()),
+                Some(Some(out)) => return self.write(&mut sh, u, out),
+                None => {}
+            }
+            sh.emit(&Event::Started {
+                unit: u.unit,
+                slot,
+                phase: first,
+                limit_s: limits.for_phase(first),
+            })?;
         }
-        let mut on_phase = |p: &str| {
+        let shared = self.shared;
+        let mut failed: Option<std::io::Error> = None;
+        let mut watch = |w: Watch| {
             let mut sh = lock(shared);
-            let _ = sh.journal.phase(u.id, p);
-            sh.progress.phase(slot, p, limits.for_phase(p));
+            let r = match w {
+                Watch::Phase(phase) => sh.emit(&Event::Phase {
+                    unit: u.unit,
+                    slot,
+                    phase,
+                    limit_s: limits.for_phase(phase),
+                }),
+                Watch::Beat { silent_s } => sh.emit(&Event::Heartbeat { slot, silent_s }),
+            };
+            if let Err(e) = r {
+                failed.get_or_insert(e);
+            }
         };
-        let out = self.slot.sup.run_unit(
-            u.id,
-            u.case,
-            u.solver,
-            self.p.policies,
-            u.env,
-            &mut on_phase,
-        );
+        let (id, case, solver) = (u.unit.id, u.unit.case, u.unit.solver);
+        let out = self
+            .slot
+            .sup
+            .run_unit(id, case, solver, self.p.policies, u.env, &mut watch);
+        if let Some(e) = failed {
+            return Err(e);
+        }
         self.record(u, out)
     }
 
-    /// Writes the row, journals it, and after a hang or crash checks the device's health.
+    /// Keeps an ok trial that is not the unit's last, or writes the row; after a hang or crash
+    /// checks the device's health.
     fn record(&mut self, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
         let fault = matches!(out.status, Status::Hang | Status::Crash);
         if out.status == Status::Interrupted && self.p.interrupts.load(Ordering::SeqCst) >= 2 {
@@ -421,14 +410,13 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         }
         {
             let mut sh = lock(self.shared);
-            let kept = sh.trials.get(u.id).map_or(0, Vec::len) as u32;
+            let kept = sh.trials.get(u.unit.id).map_or(0, Vec::len) as u32;
             if out.status == Status::Ok && u.trial < self.p.trials && kept + 1 < self.p.trials {
-                sh.journal.trial(u.id, u.trial, &out)?;
-                sh.trials
-                    .entry(u.id.to_string())
-                    .or_default()
-                    .push((u.trial, out));
-                sh.progress.trial_done();
+                sh.emit(&Event::TrialKept {
+                    unit: u.unit,
+                    trial: u.trial,
+                    outcome: &out,
+                })?;
             } else {
                 self.write(&mut sh, u, out)?;
             }
@@ -444,73 +432,46 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     }
 
     /// Writes the unit's row: `out` combined with the unit's earlier ok trials.
-    fn write(&self, sh: &mut Shared, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
-        let earlier = sh.trials.remove(u.id).unwrap_or_default();
+    fn write(&self, sh: &mut Recorder, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
+        let earlier = sh.trials.remove(u.unit.id).unwrap_or_default();
         let out = super::trials::combine(earlier, u.trial, out, self.p.trials);
-        // The device as this unit's own worker reported it (an env variable can change it);
-        // a unit that never reached a worker takes what its env combination's worker said.
-        let reported = self.slot.sup.info.as_ref().and_then(|i| i.devices.first());
-        let device = match reported {
-            Some(d) if out.status != Status::Skipped => {
-                sh.env_devices.insert(u.env_key.to_string(), d.clone());
-                d.clone()
-            }
-            _ => sh
-                .env_devices
-                .get(u.env_key)
-                .unwrap_or(&self.slot.device)
-                .clone(),
-        };
-        let key = UnitKey {
-            unit_id: u.id,
-            case: u.case,
-            solver: u.solver,
-            backend: self.p.backend,
-            device: &device,
-            device_index: &self.slot.label,
-            env: u.env_key,
-        };
-        let row = rcsv::record(&key, &out);
-        sh.journal.finished(u.id, out.status, &row)?;
-        sh.csv.append(&row)?;
-        sh.done.insert(u.id.to_string());
-        let describe = || describe_unit(u.case, u.solver, u.env_key);
-        sh.summary.add(out.status, u.id, describe, &out.error);
-        let label = &self.slot.label;
-        // Trials this unit will not run (it failed early) are not waited for.
-        sh.progress
-            .skip_trials(u64::from(self.p.trials.saturating_sub(u.trial)));
-        sh.progress.unit_done(out.status, || {
-            let time = out
-                .stats
-                .as_ref()
-                .map(|s| format!("{:.3} ms", s.median * 1e3))
-                .unwrap_or_default();
-            let phase = if out.phase.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", out.phase)
-            };
-            let device = if label.is_empty() {
-                String::new()
-            } else {
-                format!(" (device {label})")
-            };
-            format!(
-                "{}{phase} {time}{device}",
-                describe_unit(u.case, u.solver, u.env_key)
-            )
-        });
-        Ok(())
+        let left = u64::from(self.p.trials.saturating_sub(u.trial));
+        sh.finish(u.unit, self.slot.place(true), self.p.backend, &out, left)
     }
 }
 
-pub fn describe_unit(case: &Case, solver: &str, env_key: &str) -> String {
-    let params = crate::op::canonical_text(case.problem.kind(), &case.values);
-    let env = if env_key.is_empty() {
-        String::new()
-    } else {
-        format!(" [{env_key}]")
-    };
-    format!("{params} solver={solver}{env}")
+/// What listing a case's solvers gave.
+pub enum Listing {
+    /// The units to run: the case's own solver, or what the worker listed for `all`.
+    Solvers(Vec<String>),
+    /// The listing failed in an earlier session and its row says so: nothing to run.
+    Recorded,
+    /// The listing failed now (the caller records it as the case's `all` unit).
+    Failed(Box<Outcome>),
+}
+
+/// The solvers of `case` on `slot`: its own, or for `solver = "all"` those the slot's worker
+/// lists (the progress total grows by them).
+pub fn list_solvers(
+    slot: &mut Slot,
+    shared: &Mutex<Recorder>,
+    env: Env,
+    case: &Case,
+    env_key: &str,
+) -> std::io::Result<Listing> {
+    if case.solver != "all" {
+        return Ok(Listing::Solvers(vec![case.solver.clone()]));
+    }
+    if lock(shared).has_row(&unit_id(&case.id, "all", env_key)) {
+        return Ok(Listing::Recorded);
+    }
+    Ok(match slot.sup.enumerate(env, &case.problem) {
+        Ok(s) => {
+            lock(shared).emit(&Event::Expanded {
+                solvers: s.len() as u64,
+            })?;
+            Listing::Solvers(s)
+        }
+        Err(out) => Listing::Failed(Box::new(out)),
+    })
 }

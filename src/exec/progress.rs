@@ -26,7 +26,13 @@ pub struct Progress {
 struct Running {
     line: ProgressBar,
     what: String,
+    phase: String,
+    /// Whether the line says the worker is silent.
+    silent: bool,
 }
+
+/// A worker silent this long (it beats every half second) is said to be so on its line.
+const SILENT_S: f64 = 2.0;
 
 impl Progress {
     /// `quiet` turns off both the bar and the plain lines.
@@ -98,6 +104,8 @@ impl Progress {
             Running {
                 line,
                 what: String::new(),
+                phase: String::new(),
+                silent: false,
             }
         });
         running.what = if slot.is_empty() {
@@ -116,10 +124,31 @@ impl Progress {
     }
 
     fn show_phase(r: &mut Running, phase: &str, limit_s: f64) {
+        r.phase = phase.to_string();
+        r.silent = false;
         r.line.set_prefix(format!("{limit_s} s"));
         r.line.set_message(format!("{}: {phase}", r.what));
         r.line.reset_elapsed();
         r.line.tick();
+    }
+
+    /// The running unit's worker has said nothing for `silent_s` seconds: past [`SILENT_S`]
+    /// its line says so (a unit hanging in a library call still beats; a frozen process
+    /// does not).
+    pub fn heartbeat(&mut self, slot: &str, silent_s: f64) {
+        let Some(r) = self.running.get_mut(slot) else {
+            return;
+        };
+        let silent = silent_s >= SILENT_S;
+        if silent {
+            r.line.set_message(format!(
+                "{}: {} (worker silent {silent_s:.0} s)",
+                r.what, r.phase
+            ));
+        } else if r.silent {
+            r.line.set_message(format!("{}: {}", r.what, r.phase));
+        }
+        r.silent = silent;
     }
 
     /// One trial of a unit that runs more (`[timing] trials`): the bar moves, nothing is

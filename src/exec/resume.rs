@@ -8,6 +8,7 @@
 //! unknown status are dropped when the journal has nothing for them.
 
 use super::journal::{self, State};
+use super::strategy::Measured;
 use crate::op::OpKind;
 use crate::results::csv::{self as rcsv, OPTIONAL_COLUMNS};
 use crate::results::status::Status;
@@ -223,6 +224,21 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
 impl Resume {
     pub fn ids(&self) -> HashSet<String> {
         self.rows.iter().map(|r| r[0].clone()).collect()
+    }
+
+    /// What each kept row says (status and phase) by unit id: where a strategy's search
+    /// resumes from.
+    pub fn measured(&self, op: OpKind) -> HashMap<String, Measured> {
+        let header = rcsv::header(op);
+        let phase = header.iter().position(|h| h == "phase");
+        self.rows
+            .iter()
+            .filter_map(|r| {
+                let status = rcsv::status_of(&header, r)?;
+                let phase = phase.and_then(|i| r.get(i)).cloned().unwrap_or_default();
+                Some((r[0].clone(), Measured { status, phase }))
+            })
+            .collect()
     }
 
     /// Writes results.csv as reconciled (atomically), when it differs from the file.

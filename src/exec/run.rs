@@ -7,6 +7,7 @@ use super::journal::{self, Journal};
 use super::plan;
 use super::pool::{self, Slot};
 use super::progress::Progress;
+use super::recorder::Recorder;
 use super::shard::{self, Shard, ShardRecord};
 use super::supervisor::{Env, Supervisor};
 use super::unit::Policies;
@@ -18,67 +19,23 @@ use crate::results::rundir;
 use crate::results::status::Status;
 use crate::results::summary::Summary;
 use crate::spec::{self, Sweep};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    /// The sweep file (not used with `resume`, which reads the sweep from the manifest).
-    pub sweep: Option<PathBuf>,
-    /// `None` uses the sweep file's `backend` key.
-    pub backend: Option<String>,
-    pub out: Option<PathBuf>,
-    pub axes: Vec<String>,
-    pub dry_run: bool,
-    pub force: bool,
-    pub max_units: u64,
-    pub quiet: bool,
-    pub command_line: Vec<String>,
-    /// Continue the run in this directory.
-    pub resume: Option<PathBuf>,
-    /// With `resume`: run again the units that were started and never finished.
-    pub retry_interrupted: bool,
-    /// The executable started as `worker` (default: this program).
-    pub worker_exe: Option<PathBuf>,
-    /// `--shard I/N`: run only this slice of the sweep.
-    pub shard: Option<Shard>,
-    /// `--shard-from-env`: take the shard from a Slurm array or Kubernetes indexed Job.
-    pub shard_from_env: bool,
-    /// `--shard-count N`: the shard count for `JOB_COMPLETION_INDEX`.
-    pub shard_count: Option<u32>,
-    /// `--devices`: one worker pool per device (a resume reuses the run's devices without it).
-    pub devices: Option<DeviceSel>,
-    /// `--strategy`, `--along`, `--confirm`, `--confirm-seed` (see strategy.rs).
-    pub strategy: super::strategy::Kind,
-    pub along: Option<String>,
-    pub confirm: u64,
-    pub confirm_seed: Option<u64>,
-    /// `--shared-caches`: workers use the user's own library caches (MIOpen's user DB and kernel
-    /// cache) instead of one per env combination inside the run directory.
-    pub shared_caches: bool,
-    /// `--trials N`: overrides the sweep's `[timing] trials` (a resume keeps the run's).
-    pub trials: Option<u32>,
-}
-
-pub const DEFAULT_MAX_UNITS: u64 = 100_000;
-
+pub use super::events::Stop;
+pub use super::options::{DEFAULT_MAX_UNITS, RunOptions};
 pub use crate::error::CmdError;
-
-/// Why a run ended before its last unit.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Stop {
-    Interrupted,
-    DeviceUnhealthy,
-}
 
 /// What a finished run reports back to `main`.
 pub struct RunReport {
     pub dir: Option<PathBuf>,
     pub failures: u64,
     pub stopped: Option<Stop>,
+    /// Inferred units that measured otherwise (`--confirm`): exit code 7.
+    pub disagreements: usize,
 }
 
 /// Ctrl-C presses since the current run started.
@@ -213,7 +170,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         )));
     }
     let combos = sweep.env_combos();
-    let strategy = super::strategy_run::resolve(opts, &sweep)?;
+    let strategy = super::strategy_plan::resolve(opts, &sweep)?;
     let trials = trials_for(opts, &sweep, old_manifest.as_ref(), strategy.is_some())?;
     if opts.dry_run {
         return dry_run(&sweep, &combos, shard);
@@ -251,6 +208,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             dir: None,
             failures: 0,
             stopped: Some(Stop::Interrupted),
+            disagreements: 0,
         });
     };
 
@@ -304,6 +262,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             dir: None,
             failures: 0,
             stopped: None,
+            disagreements: 0,
         });
     }
     let logs = work_dir.join("workers");
@@ -394,7 +353,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         man.devices = device_indices.clone();
     }
     if let Some(s) = strategy.as_ref().filter(|_| !resuming) {
-        super::strategy_run::record(&work_dir, s).map_err(|e| io("writing strategy.json", e))?;
+        super::strategy_plan::record(&work_dir, s).map_err(|e| io("writing strategy.json", e))?;
     }
     manifest::write(&work_dir, &man).map_err(|e| io("writing manifest.json", e))?;
     if !resuming {
@@ -436,9 +395,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
                 eprintln!("note: {}: {note}", dir.display());
             }
             count_existing(&rcsv::header(sweep.op), &r.rows, &mut summary);
-            (r.ids(), r.journal)
+            (r.measured(sweep.op), r.journal)
         }
-        None => (HashSet::new(), journal::State::default()),
+        None => (HashMap::new(), journal::State::default()),
     };
     let journal = Journal::open(&dir).map_err(|e| io("opening the journal", e))?;
     let csv = ResultsWriter::append_to(&csv_path).map_err(|e| io("opening results.csv", e))?;
@@ -461,12 +420,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         ));
     }
 
-    let shared = Mutex::new(pool::Shared {
+    let shared = Mutex::new(Recorder {
         journal,
         csv,
         summary,
         progress,
-        done: in_csv,
+        rows: in_csv,
         unfinished: state.unfinished,
         trials: state.trials,
         env_devices: man.env_devices.clone(),
@@ -483,7 +442,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .filter(move |(_, i, _)| shard.is_none_or(|s| s.contains(*i)))
         .map(|(t, _, e)| (t, e));
     let ended = match &strategy {
-        None => pool::execute(&mut slots, entries, &shared, &params),
+        None => pool::execute(&mut slots, entries, &shared, &params).map(|s| (s, 0)),
         Some(s) => {
             let entries = entries.map(|(_, e)| e).collect();
             let quiet = opts.quiet;
@@ -493,8 +452,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     for s in &mut slots {
         s.sup.shutdown();
     }
-    let stopped = ended.map_err(|e| io("writing results", e))?;
-    let pool::Shared {
+    let (stopped, disagreements) = ended.map_err(|e| io("writing results", e))?;
+    let Recorder {
         mut csv,
         summary,
         progress,
@@ -532,6 +491,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         dir: Some(dir),
         failures: summary.failures_total,
         stopped,
+        disagreements,
     })
 }
 
@@ -761,6 +721,7 @@ fn dry_run(
             dir: None,
             failures: 0,
             stopped: None,
+            disagreements: 0,
         });
     }
     let mut count = plan::PlanCount::default();
@@ -805,5 +766,6 @@ fn dry_run(
         dir: None,
         failures: 0,
         stopped: None,
+        disagreements: 0,
     })
 }

@@ -32,8 +32,19 @@ pub struct Env<'a> {
 pub const PROBE_TRIES: u32 = 3;
 /// How often a wait wakes to look at Ctrl-C.
 const POLL: Duration = Duration::from_millis(50);
+/// How often a wait says how long its worker has been silent ([`Watch::Beat`]).
+const BEAT: Duration = Duration::from_secs(1);
 /// Bytes of a worker's log attached to a failure.
 const TAIL: u64 = 1500;
+
+/// What a wait on a worker sees while a request runs.
+pub enum Watch<'a> {
+    /// The worker entered this phase (its clock against the phase's limit restarts).
+    Phase(&'a str),
+    /// About once a second: seconds since the worker last said anything (it sends a heartbeat
+    /// every half second, so more than a second means the process itself is stuck or stopped).
+    Beat { silent_s: f64 },
+}
 
 pub struct Supervisor {
     spec: WorkerSpec,
@@ -142,14 +153,21 @@ impl Supervisor {
     fn await_event(
         &mut self,
         first_phase: &str,
-        on_phase: &mut dyn FnMut(&str),
+        watch: &mut dyn FnMut(Watch),
         want: impl Fn(&Event) -> bool,
     ) -> Result<Event, Outcome> {
         let mut phase = first_phase.to_string();
         let mut phase_start = Instant::now();
         let mut garbage: Option<String> = None;
         let grace = self.grace();
+        let (mut heard, mut beat) = (Instant::now(), Instant::now());
         loop {
+            if beat.elapsed() >= BEAT {
+                beat = Instant::now();
+                watch(Watch::Beat {
+                    silent_s: heard.elapsed().as_secs_f64(),
+                });
+            }
             let limit = self.limit(&phase);
             let Some((_, w)) = self.current.as_mut() else {
                 return Err(Outcome::failed(Status::Error, &phase, "no worker"));
@@ -163,9 +181,13 @@ impl Supervisor {
                 ));
             }
             let deadline = (phase_start + limit).min(Instant::now() + POLL);
-            match w.recv(deadline) {
+            let got = w.recv(deadline);
+            if matches!(got, Recv::Event(_) | Recv::Garbage(_)) {
+                heard = Instant::now();
+            }
+            match got {
                 Recv::Event(Event::Phase { phase: p }) => {
-                    on_phase(&p);
+                    watch(Watch::Phase(&p));
                     phase = p;
                     phase_start = Instant::now();
                 }
@@ -242,7 +264,7 @@ impl Supervisor {
         solver: &str,
         policies: &Policies,
         env: Env,
-        on_phase: &mut dyn FnMut(&str),
+        watch: &mut dyn FnMut(Watch),
     ) -> Outcome {
         let started = Instant::now();
         let req = Request::Unit {
@@ -251,7 +273,7 @@ impl Supervisor {
             solver: solver.to_string(),
             policies: Box::new(policies.clone()),
         };
-        let mut out = match self.request(env, &req, "alloc", on_phase, |e| {
+        let mut out = match self.request(env, &req, "alloc", watch, |e| {
             matches!(e, Event::Result { .. })
         }) {
             Ok(Event::Result { outcome, .. }) => *outcome,
@@ -285,7 +307,7 @@ impl Supervisor {
         env: Env,
         req: &Request,
         first_phase: &str,
-        on_phase: &mut dyn FnMut(&str),
+        watch: &mut dyn FnMut(Watch),
         want: impl Fn(&Event) -> bool,
     ) -> Result<Event, Outcome> {
         let grace = self.grace();
@@ -305,7 +327,7 @@ impl Supervisor {
                 ),
             ));
         }
-        self.await_event(first_phase, on_phase, want)
+        self.await_event(first_phase, watch, want)
     }
 
     /// After a hang or crash: a known-good unit in a fresh worker, up to `PROBE_TRIES` times.

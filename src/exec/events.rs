@@ -1,0 +1,87 @@
+//! The run's events: what the runner (exec/pool.rs, and exec/strategy_run.rs through it) says
+//! as it runs a plan. The journal, results.csv, the summary, the progress display and the
+//! strategy's record of what was measured consume the same stream (exec/recorder.rs), so no
+//! part of a run reads back a file the run itself wrote.
+
+use super::unit::Outcome;
+use crate::op::Case;
+
+/// Why a run ended before its last unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Interrupted,
+    DeviceUnhealthy,
+}
+
+/// A unit as its events name it.
+#[derive(Clone, Copy)]
+pub struct Unit<'a> {
+    pub id: &'a str,
+    pub case: &'a Case,
+    pub solver: &'a str,
+    /// The env combination's key (`K=v,...`; empty without env axes).
+    pub env_key: &'a str,
+}
+
+impl Unit<'_> {
+    /// `params solver=.. [env]`: how messages and progress lines name the unit.
+    pub fn describe(&self) -> String {
+        let params = crate::op::canonical_text(self.case.problem.kind(), &self.case.values);
+        let env = if self.env_key.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", self.env_key)
+        };
+        format!("{params} solver={}{env}", self.solver)
+    }
+}
+
+/// One thing that happened. `slot` is the device slot's label (`--devices` index, empty
+/// without).
+pub enum Event<'a> {
+    /// A worker was sent the unit; `phase` is where it starts (`init` for a cold worker).
+    Started {
+        unit: Unit<'a>,
+        slot: &'a str,
+        phase: &'a str,
+        limit_s: f64,
+    },
+    /// The running unit entered `phase`, whose limit is `limit_s`.
+    Phase {
+        unit: Unit<'a>,
+        slot: &'a str,
+        phase: &'a str,
+        limit_s: f64,
+    },
+    /// About once a second while a unit runs: how long its worker has been silent (it sends a
+    /// heartbeat every half second, even while a library call hangs).
+    Heartbeat { slot: &'a str, silent_s: f64 },
+    /// An ok trial that is not the unit's last: kept for the unit's row.
+    TrialKept {
+        unit: Unit<'a>,
+        trial: u32,
+        outcome: &'a Outcome,
+    },
+    /// A `solver = "all"` case was listed: `solvers` units instead of one.
+    Expanded { solvers: u64 },
+    /// The unit has its row. `trials_left`: planned trials it will not run.
+    Finished {
+        unit: Unit<'a>,
+        slot: &'a str,
+        outcome: &'a Outcome,
+        row: &'a [String],
+        trials_left: u64,
+    },
+    /// A slot stopped taking units: its device failed the health probe after a hang or crash.
+    /// With `others_continue`, other slots take the rest; else every remaining unit is
+    /// recorded `skipped`.
+    Stopped {
+        slot: &'a str,
+        others_continue: bool,
+    },
+}
+
+/// A consumer of the run's events.
+pub trait Sink {
+    fn on(&mut self, ev: &Event) -> std::io::Result<()>;
+}

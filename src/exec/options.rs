@@ -1,0 +1,46 @@
+//! What `rocsweep run` was asked to do: the command line's options, as `main` hands them over.
+
+use super::devices::DeviceSel;
+use super::shard::Shard;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The sweep file (not used with `resume`, which reads the sweep from the manifest).
+    pub sweep: Option<PathBuf>,
+    /// `None` uses the sweep file's `backend` key.
+    pub backend: Option<String>,
+    pub out: Option<PathBuf>,
+    pub axes: Vec<String>,
+    pub dry_run: bool,
+    pub force: bool,
+    pub max_units: u64,
+    pub quiet: bool,
+    pub command_line: Vec<String>,
+    /// Continue the run in this directory.
+    pub resume: Option<PathBuf>,
+    /// With `resume`: run again the units that were started and never finished.
+    pub retry_interrupted: bool,
+    /// The executable started as `worker` (default: this program).
+    pub worker_exe: Option<PathBuf>,
+    /// `--shard I/N`: run only this slice of the sweep.
+    pub shard: Option<Shard>,
+    /// `--shard-from-env`: take the shard from a Slurm array or Kubernetes indexed Job.
+    pub shard_from_env: bool,
+    /// `--shard-count N`: the shard count for `JOB_COMPLETION_INDEX`.
+    pub shard_count: Option<u32>,
+    /// `--devices`: one worker pool per device (a resume reuses the run's devices without it).
+    pub devices: Option<DeviceSel>,
+    /// `--strategy`, `--along`, `--confirm`, `--confirm-seed` (see strategy.rs).
+    pub strategy: super::strategy::Kind,
+    pub along: Option<String>,
+    pub confirm: u64,
+    pub confirm_seed: Option<u64>,
+    /// `--shared-caches`: workers use the user's own library caches (MIOpen's user DB and kernel
+    /// cache) instead of one per env combination inside the run directory.
+    pub shared_caches: bool,
+    /// `--trials N`: overrides the sweep's `[timing] trials` (a resume keeps the run's).
+    pub trials: Option<u32>,
+}
+
+pub const DEFAULT_MAX_UNITS: u64 = 100_000;
