@@ -16,6 +16,7 @@ pub mod exec;
 pub mod exit;
 pub mod import;
 pub mod markup;
+pub mod merge;
 pub mod op;
 pub mod report;
 pub mod results;

@@ -86,20 +86,7 @@ fn main() {
             if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
                 && !no_report
             {
-                match rocsweep::report::write(dir) {
-                    Ok(files) if !quiet => {
-                        if let Some(html) = files
-                            .iter()
-                            .find(|f| f.extension().is_some_and(|e| e == "html"))
-                        {
-                            println!("report: {}", html.display());
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        eprintln!("warning: the run finished but its report was not written: {e}")
-                    }
-                }
+                rocsweep::report::write_after(dir, "run", quiet);
             }
             match result {
                 Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
@@ -117,7 +104,7 @@ fn main() {
             no_report,
             quiet,
         } => {
-            let opts = rocsweep::results::merge::MergeOptions {
+            let opts = rocsweep::merge::MergeOptions {
                 dirs: &dirs,
                 out: &out,
                 allow_missing,
@@ -125,7 +112,7 @@ fn main() {
                 quiet,
                 command_line: std::env::args().collect(),
             };
-            match rocsweep::results::merge::command(&opts) {
+            match rocsweep::merge::command(&opts) {
                 Ok(code) => code,
                 Err(e) => report(e),
             }

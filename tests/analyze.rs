@@ -6,9 +6,9 @@
 //! outputs name the run directory as given and the manifests name their sweeps relatively.
 
 use rocsweep::analyze::compare::{self, Verdict};
-use rocsweep::analyze::rundata::RunData;
 use rocsweep::analyze::{recommend, repro};
 use rocsweep::error::CmdError;
+use rocsweep::results::rundata::RunData;
 use rocsweep::results::status::Status;
 use std::path::Path;
 use std::process::Command;

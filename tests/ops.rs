@@ -4,10 +4,11 @@
 use half::bf16;
 use rocsweep::backend::cpu::CpuBackend;
 use rocsweep::dtype::DType;
-use rocsweep::exec::unit::{Outcome, Policies, ReferenceCache, run_unit};
+use rocsweep::exec::unit::{Outcome, ReferenceCache, run_unit};
+use rocsweep::op::value::Value;
 use rocsweep::op::{Case, Inputs, OpKind, Problem};
 use rocsweep::results::status::Status;
-use rocsweep::spec::value::Value;
+use rocsweep::spec::policy::Policies;
 use rocsweep::tensor::HostData;
 
 /// A case of `op` with the given parameters, defaults for the rest (as a sweep would build it).

@@ -700,7 +700,7 @@ fn run_directories_without_the_device_index_column_still_load_and_resume() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/runs/release-a");
     let (header, _) = rocsweep::results::csv::read(&fixture.join("results.csv")).unwrap();
     assert!(!header.iter().any(|h| h == "device_index"));
-    let data = rocsweep::analyze::rundata::RunData::load(&fixture).unwrap();
+    let data = rocsweep::results::rundata::RunData::load(&fixture).unwrap();
     assert!(!data.rows.is_empty());
     assert!(data.rows.iter().all(|r| r.device_index.is_empty()));
     assert_eq!(data.param_names[0], "m");
@@ -734,7 +734,7 @@ fn run_directories_without_the_device_index_column_still_load_and_resume() {
         assert_eq!(restored[after.col(c)], last[before.col(c)], "{c}");
     }
     assert_eq!(restored[after.col("device_index")], "");
-    rocsweep::analyze::rundata::RunData::load(&dir).unwrap();
+    rocsweep::results::rundata::RunData::load(&dir).unwrap();
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -1,9 +1,10 @@
 //! Expansion of sweeps into cases through the public API: product order, generators, zip
 //! groups, filters, `--axis` overrides, defaults, env combinations and stable case ids.
 
+use rocsweep::op::value::Value;
 use rocsweep::op::{Case, OpKind, canonical_text};
 use rocsweep::spec::expand::EnvCombo;
-use rocsweep::spec::{self, Sweep, value::Value};
+use rocsweep::spec::{self, Sweep};
 
 /// The id of the all-defaults conv2d case: the first 16 hex digits of the SHA-256 of
 /// `conv2d;direction=fwd;n=1;c_in=16;c_out=16;h=32;w=32;kernel=3;pad=1;stride=1;dilation=1;groups=1;layout=nchw;dtype=f32`.

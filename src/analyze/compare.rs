@@ -3,9 +3,9 @@
 //! and render it; [`command`] only loads, writes files and picks the exit code.
 
 use super::noise;
-use super::rundata::{Row, RunData};
 use crate::error::CmdError;
 use crate::exit;
+use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -174,7 +174,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
     let in_b: HashMap<&str, &Row> = b.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let in_a: HashMap<&str, &Row> = a.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
     let mut units = Vec::with_capacity(a.rows.len());
-    let weights = super::weights::of(b).or_else(|| super::weights::of(a));
+    let weights = crate::results::weights::of(b).or_else(|| crate::results::weights::of(a));
     let unit = |row: &Row, ra: Option<&Row>, rb: Option<&Row>| {
         let (oa, ob) = (ra.map(outcome), rb.map(outcome));
         let ratio = match (

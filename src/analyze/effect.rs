@@ -9,7 +9,7 @@
 //! and no such speed effect has **no measurable effect** and is never exported.
 
 use super::noise::{self, Timing, Verdict};
-use super::rundata::Row;
+use crate::results::rundata::Row;
 use std::collections::HashMap;
 
 /// The false-call rate the speed test allows per pair, and its significance level.

@@ -9,7 +9,4 @@ pub mod ratio_plot;
 pub mod recommend;
 pub mod recommend_render;
 pub mod repro;
-pub mod rundata;
-pub mod shell;
 pub mod tree;
-pub mod weights;

@@ -22,7 +22,7 @@
 //! 0.1 % of identical units are called (the floor makes it rarer still). README "Comparing runs"
 //! gives the rates measured on identical runs.
 
-use super::rundata::Row;
+use crate::results::rundata::Row;
 use crate::results::status::Status;
 
 /// Changes smaller than this (5 %) are reported as the same, whatever the noise.

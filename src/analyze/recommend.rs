@@ -7,9 +7,9 @@
 //! manifest's order.
 
 use super::effect::{self, Speed, VarEffect};
-use super::rundata::{Row, RunData};
 use super::tree::{self, Column, Data};
 use crate::error::CmdError;
+use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -348,7 +348,7 @@ pub fn recommend(run: &RunData) -> Recommendation {
     let feats = features(&run.rows, &run.param_names);
     let keys: Vec<String> = combos.iter().map(|(k, _)| k.clone()).collect();
     let label = |r: &Row| r.params_text().replace(';', " ");
-    let mut model: Vec<Option<String>> = super::weights::shares(run, &keys)
+    let mut model: Vec<Option<String>> = crate::results::weights::shares(run, &keys)
         .map(|v| v.iter().map(|s| Some(s.sentence(&label))).collect())
         .unwrap_or_default();
     model.resize(keys.len(), None);

@@ -2,8 +2,8 @@
 //! text only, no files.
 
 use super::recommend::{PROFILE_NAME, Recommendation};
-use super::shell;
 use super::tree;
+use crate::markup::shell;
 use crate::results::status::Status;
 use std::fmt::Write as _;
 

@@ -3,13 +3,13 @@
 //! tool's command line (MIOpenDriver, hipblaslt-bench), and rocsweep commands that run exactly
 //! that case again. [`repro`] is pure (it expands sweeps in memory to check its own commands).
 
-use super::rundata::{Row, RunData};
-use super::shell;
 use crate::error::CmdError;
+use crate::markup::shell;
 use crate::op::{OpKind, ParamKind};
 use crate::results::manifest;
+use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -240,7 +240,7 @@ fn selects_exactly(
     }
 }
 
-fn miopen_driver(row: &Row, backend: &str) -> Option<String> {
+fn miopen_driver(row: &Row, backend: &str, ids: &BTreeMap<String, u64>) -> Option<String> {
     let p = |n: &str| row.param(n).unwrap_or("");
     let base = match p("dtype") {
         "f16" => "convfp16",
@@ -270,8 +270,13 @@ fn miopen_driver(row: &Row, backend: &str) -> Option<String> {
     }
     // -S N runs solution N in immediate mode; without -S MIOpenDriver takes the Find path,
     // which is what rocsweep's `find` solver does.
+    let id = ids.get(&row.solver).copied().or_else(|| {
+        row.solver
+            .strip_prefix("solver#")
+            .and_then(|n| n.parse::<u64>().ok())
+    });
     if backend == "rocm"
-        && let Some(id) = crate::backend::rocm::solvers::id(&row.solver)
+        && let Some(id) = id
     {
         let _ = write!(cmd, " -S {id}");
     }
@@ -478,7 +483,7 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     match op {
         Some(OpKind::Conv2d) => {
             s.push_str("\n## MIOpenDriver\n\n");
-            if let Some(cmd) = miopen_driver(row, &row.backend) {
+            if let Some(cmd) = miopen_driver(row, &row.backend, &run.manifest.backend.solver_ids) {
                 let _ = writeln!(s, "```sh\n{cmd}\n```\n{hang_note}");
             }
             s.push_str("`-F 1` forward, `2` backward data, `4` backward weights; `-V 1` verifies on the CPU.\n");

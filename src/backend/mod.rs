@@ -45,6 +45,10 @@ pub struct BackendInfo {
     /// the reason); None when the backend was named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub picked: Option<String>,
+    /// Solver names the library also knows by a number (MIOpen's solver ids), so that a
+    /// result can be handed to the library's own tools (`repro`: `MIOpenDriver -S <id>`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub solver_ids: BTreeMap<String, u64>,
 }
 
 /// Phase notifications from inside a backend (compile and alloc happen there).
@@ -142,6 +146,16 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+/// Whether a sweep may ask for solver `s`: `default`, `all`, a name some backend lists, or one
+/// of the patterns a backend accepts (cuBLASLt `lt#..`, cuDNN engine configurations, hipBLASLt
+/// `hipblaslt#..`, MIOpen `solver#<id>`).
+pub fn is_known_solver(op: OpKind, s: &str) -> bool {
+    matches!(s, "default" | "all")
+        || solver_names(op).contains(&s)
+        || cuda::accepts_solver(op, s)
+        || rocm::accepts_solver(op, s)
 }
 
 /// Variables naming a library's on-disk caches, with the subdirectory each gets per env

@@ -15,6 +15,7 @@ pub mod progress;
 pub mod protocol;
 pub mod recorder;
 pub mod resume;
+pub mod row;
 pub mod run;
 pub mod shard;
 pub mod strategy;

@@ -17,10 +17,11 @@
 use super::events::{Event, Stop, Unit};
 use super::recorder::{Place, Recorder, lock};
 use super::supervisor::{Env, Supervisor, Watch};
-use super::unit::{Outcome, Policies};
+use super::unit::Outcome;
 use crate::op::{Case, unit_id};
 use crate::results::status::Status;
 use crate::spec::expand::EnvCombo;
+use crate::spec::policy::Policies;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -2,9 +2,10 @@
 //! private copy of its stdout. Versioned: the worker announces its version in `ready` and the
 //! supervisor refuses a worker that speaks another.
 
-use super::unit::{Outcome, Policies};
+use super::unit::Outcome;
 use crate::backend::BackendInfo;
 use crate::op::{Case, Problem};
+use crate::spec::policy::Policies;
 use serde::{Deserialize, Serialize};
 
 pub const PROTOCOL_VERSION: u32 = 1;

@@ -7,9 +7,10 @@
 use super::events::{Event, Sink, Unit};
 use super::journal::Journal;
 use super::progress::Progress;
+use super::row::{self, UnitKey};
 use super::strategy::Measured;
 use super::unit::Outcome;
-use crate::results::csv::{self as rcsv, ResultsWriter, UnitKey};
+use crate::results::csv::ResultsWriter;
 use crate::results::status::Status;
 use crate::results::summary::Summary;
 use std::collections::{BTreeMap, HashMap};
@@ -113,7 +114,7 @@ impl Recorder {
             device_index: place.label,
             env: unit.env_key,
         };
-        let row = rcsv::record(&key, out);
+        let row = row::record(&key, out);
         self.emit(&Event::Finished {
             unit,
             slot: place.label,

@@ -16,10 +16,10 @@
 //! safe side: the unit came back within its limits. `skipped` (the device turned unhealthy)
 //! says nothing, and the line's search stops there.
 
+use crate::op::value::Value;
 use crate::op::{self, Case, OpKind};
 use crate::results::status::Status;
 use crate::spec::Sweep;
-use crate::spec::value::Value;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 

@@ -7,11 +7,12 @@
 
 use super::handle::{Recv, WorkerHandle, WorkerSpec, describe_exit};
 use super::protocol::{Event, PROTOCOL_VERSION, Request};
-use super::unit::{Outcome, Policies};
+use super::unit::Outcome;
 use crate::backend::BackendInfo;
 use crate::op::{Case, Problem};
 use crate::results::status::Status;
 use crate::spec::policy::Limits;
+use crate::spec::policy::Policies;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

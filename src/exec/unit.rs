@@ -6,19 +6,11 @@ use crate::backend::{Backend, PhaseSink, UnitError};
 use crate::op::inputs::seed_from_id;
 use crate::op::{Case, Inputs};
 use crate::results::status::Status;
-use crate::spec::policy::{Limits, TimingPolicy, VerifyPolicy};
+use crate::spec::policy::Policies;
 use crate::timing::{self, Batch, Stats};
 use crate::verify::{self, Reference, Verification};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
-
-/// The sweep's policies a unit runs under.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Policies {
-    pub limits: Limits,
-    pub timing: TimingPolicy,
-    pub verify: VerifyPolicy,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {

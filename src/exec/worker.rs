@@ -6,10 +6,11 @@
 
 use super::fault::{self, Faults};
 use super::protocol::{Event, PROTOCOL_VERSION, Request, encode};
-use super::unit::{self, Policies, ReferenceCache};
+use super::unit::{self, ReferenceCache};
 use crate::backend::{self, PhaseSink};
+use crate::op::value::Value;
 use crate::op::{Case, OpKind, canonical_text};
-use crate::spec::value::Value;
+use crate::spec::policy::Policies;
 use std::fs::File;
 use std::io::{BufRead, Write};
 use std::os::fd::FromRawFd;

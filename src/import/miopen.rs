@@ -114,7 +114,7 @@ fn conv(f: &Flags, dtype: DType) -> Result<Result<Conv, String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::value::Value;
+    use crate::op::value::Value;
 
     fn problem(line_text: &str) -> super::super::problem::Problem {
         match line(line_text).map(|f| f.parsed) {

@@ -4,7 +4,7 @@
 
 use crate::dtype::DType;
 use crate::op::OpKind;
-use crate::spec::value::Value;
+use crate::op::value::Value;
 
 /// One problem as an op and its parameters (every parameter named, in the op's order).
 #[derive(Clone, Debug, PartialEq)]

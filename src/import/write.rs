@@ -3,8 +3,8 @@
 
 use super::ledger::{Case, Ledger, clip};
 use crate::error::CmdError;
+use crate::op::value::Value;
 use crate::results::rundir::Staging;
-use crate::spec::value::Value;
 use std::fmt::Write as _;
 use std::path::Path;
 

@@ -8,9 +8,10 @@ pub mod gemm;
 pub mod graph;
 pub mod inputs;
 pub mod rng;
+pub mod value;
 
 use crate::dtype::DType;
-use crate::spec::value::Value;
+use crate::op::value::Value;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -187,22 +188,6 @@ impl OpKind {
 
     pub fn param(self, name: &str) -> Option<&'static ParamDef> {
         self.params().iter().find(|p| p.name == name)
-    }
-
-    /// Solver names a sweep may ask for: `default`, `all`, and the names the backends know.
-    pub fn solver_names(self) -> Vec<&'static str> {
-        let mut names = vec!["default", "all"];
-        names.extend(crate::backend::solver_names(self));
-        names.dedup();
-        names
-    }
-
-    pub fn is_known_solver(self, s: &str) -> bool {
-        self.solver_names().contains(&s)
-            || (self == OpKind::Gemm && (s.starts_with("lt#") || s.starts_with("hipblaslt#")))
-            || (self == OpKind::Conv2d && crate::backend::cuda::is_conv_engine_solver(s))
-            || s.strip_prefix("solver#")
-                .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
     }
 
     /// Builds the typed problem from values in `params()` order (defaults already filled in).

@@ -1,7 +1,7 @@
 //! What every report file says about a run, computed once: status colours and order, env
 //! combinations and their short labels, which parameters vary, counts, failures, fastest solvers.
 
-use crate::analyze::rundata::{Row, RunData};
+use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
 use plotters::style::RGBColor;
 use std::cmp::Ordering;
@@ -280,13 +280,13 @@ impl<'a> Facts<'a> {
 
     /// Units per status (in `Status::ALL` order), for one env combination or all.
     /// For a sweep weighted by a model's calls (`rocsweep import`): per env combination, its
-    /// label and what share of the calls falls in each status (`analyze::weights`).
+    /// label and what share of the calls falls in each status (`results::weights`).
     pub fn model_lines(&self) -> Option<&[(String, String)]> {
         self.model.as_deref()
     }
 
     fn model_shares(&self) -> Option<Vec<(String, String)>> {
-        let shares = crate::analyze::weights::shares(self.run, &self.envs)?;
+        let shares = crate::results::weights::shares(self.run, &self.envs)?;
         let label = |r: &Row| self.case_label(r);
         Some(
             shares

@@ -19,8 +19,8 @@
 
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
 use super::facts::{self, Facts, NO_UNIT};
-use crate::analyze::rundata::Row;
 use crate::error::CmdError;
+use crate::results::rundata::Row;
 use crate::results::status::Status;
 use plotters::prelude::*;
 use std::cmp::Ordering;

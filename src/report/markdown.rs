@@ -2,8 +2,8 @@
 
 use super::facts::{self, Facts};
 use super::table::{self, Cell, Fastest, Table};
-use crate::analyze::rundata::Row;
 use crate::error::CmdError;
+use crate::results::rundata::Row;
 use crate::results::status::Status;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

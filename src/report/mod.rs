@@ -18,9 +18,27 @@ mod markdown;
 mod table;
 mod throughput;
 
-use crate::analyze::rundata::RunData;
 use crate::error::CmdError;
+use crate::results::rundata::RunData;
 use std::path::{Path, PathBuf};
+
+/// Writes the report of a run (or merge) that just finished, and says where it is unless
+/// `quiet`. The run directory stands without it: a failure is a warning naming `what` (`run`,
+/// `merge`), never the command's failure.
+pub fn write_after(dir: &Path, what: &str, quiet: bool) {
+    match write(dir) {
+        Ok(files) if !quiet => {
+            if let Some(html) = files
+                .iter()
+                .find(|f| f.extension().is_some_and(|e| e == "html"))
+            {
+                println!("report: {}", html.display());
+            }
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: the {what} was written but its report was not: {e}"),
+    }
+}
 
 /// Writes the report files into `dir` and returns their paths.
 pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {

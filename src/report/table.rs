@@ -2,8 +2,8 @@
 //! `markdown::table`), so that report.html and summary.md can never say different things.
 
 use super::facts::{self, Facts};
-use crate::analyze::rundata::Row;
-use crate::analyze::shell;
+use crate::markup::shell;
+use crate::results::rundata::Row;
 use crate::results::status::Status;
 
 /// One cell; each format decides how a kind looks (a badge, a code span, a folded log).

@@ -12,8 +12,8 @@
 
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem, Shape};
 use super::facts::{self, Facts};
-use crate::analyze::rundata::Row;
 use crate::error::CmdError;
+use crate::results::rundata::Row;
 use crate::results::status::Status;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};

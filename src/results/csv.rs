@@ -2,8 +2,7 @@
 //! canonical order. Written and flushed row by row, so a crash loses nothing already finished.
 
 use super::status::Status;
-use crate::exec::unit::Outcome;
-use crate::op::{Case, OpKind};
+use crate::op::OpKind;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
@@ -87,118 +86,6 @@ pub fn header(op: OpKind) -> Vec<String> {
         .map(|s| s.to_string())
         .chain(op.params().iter().map(|p| p.name.to_string()))
         .collect()
-}
-
-/// Everything that identifies a unit besides its outcome.
-pub struct UnitKey<'a> {
-    pub unit_id: &'a str,
-    pub case: &'a Case,
-    pub solver: &'a str,
-    pub backend: &'a str,
-    pub device: &'a str,
-    /// The device slot (`--devices`), empty without.
-    pub device_index: &'a str,
-    pub env: &'a str,
-}
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.6e}")
-    } else {
-        v.to_string()
-    }
-}
-
-fn ms(v: Option<f64>) -> String {
-    v.map(|s| format!("{:.6}", s * 1e3)).unwrap_or_default()
-}
-
-/// One CSV record for a unit and its outcome.
-pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
-    let p = &key.case.problem;
-    let (flops, bytes) = (p.flops(), p.bytes());
-    let st = out.stats.as_ref();
-    let tele = out.telemetry.as_ref();
-    let m = out.verification.as_ref().map(|v| &v.metrics);
-    let rate = |work: f64, scale: f64| match st {
-        Some(s) if s.median > 0.0 && work > 0.0 => format!("{:.3}", work / s.median / scale),
-        _ => String::new(),
-    };
-    let mut r = vec![
-        key.unit_id.to_string(),
-        key.case.id.clone(),
-        p.kind().name().to_string(),
-        key.backend.to_string(),
-        key.device.to_string(),
-        key.device_index.to_string(),
-        key.solver.to_string(),
-        key.env.to_string(),
-        out.status.name().to_string(),
-        out.phase.clone(),
-        one_line(&out.error),
-        out.reference.clone(),
-        m.map(|m| num(m.max_abs_err)).unwrap_or_default(),
-        m.map(|m| num(m.max_rel_err)).unwrap_or_default(),
-        m.map(|m| num(m.rms_err)).unwrap_or_default(),
-        m.map(|m| format!("{:.6}", m.zero_frac)).unwrap_or_default(),
-        m.map(|m| m.nonfinite.to_string()).unwrap_or_default(),
-        ms(out.first_call_s),
-        ms(out.compile_s),
-        ms(out.compile_warm_s),
-        ms(st.map(|s| s.median)),
-        ms(st.map(|s| s.p10)),
-        ms(st.map(|s| s.p90)),
-        ms(st.map(|s| s.mean)),
-        ms(st.map(|s| s.stdev)),
-        st.map(|s| s.samples.to_string()).unwrap_or_default(),
-        match out.trials {
-            0 => String::new(),
-            n => n.to_string(),
-        },
-        out.trial_medians
-            .iter()
-            .map(|m| format!("{:.6}", m * 1e3))
-            .collect::<Vec<_>>()
-            .join(";"),
-        trial_spread(&out.trial_medians)
-            .map(|v| format!("{v:.4}"))
-            .unwrap_or_default(),
-        ms(out.call_stats.as_ref().map(|s| s.median)),
-        ms(out.call_stats.as_ref().map(|s| s.p10)),
-        ms(out.call_stats.as_ref().map(|s| s.p90)),
-        tele.and_then(|t| t.clock_mhz())
-            .map(|v| format!("{v:.0}"))
-            .unwrap_or_default(),
-        tele.and_then(|t| t.temp_c())
-            .map(|v| format!("{v:.0}"))
-            .unwrap_or_default(),
-        tele.and_then(|t| t.clock_drop()).unwrap_or_default(),
-        rate(flops, 1e9),
-        rate(bytes, 1e9),
-        out.workspace_bytes.to_string(),
-        one_line(&out.chosen),
-        format!("{flops:.0}"),
-        format!("{bytes:.0}"),
-        format!("{:.3}", out.wall_s * 1e3),
-    ];
-    r.extend(key.case.values.iter().map(|v| v.to_string()));
-    r
-}
-
-/// (max - min) / median of the trials' medians, with at least two of them.
-pub fn trial_spread(medians: &[f64]) -> Option<f64> {
-    if medians.len() < 2 {
-        return None;
-    }
-    let mut v = medians.to_vec();
-    v.sort_by(f64::total_cmp);
-    let mid = v[(v.len() - 1) / 2];
-    (mid > 0.0).then(|| (v[v.len() - 1] - v[0]) / mid)
-}
-
-/// Errors can carry newlines (library messages, stderr tails); a CSV cell stays one line.
-fn one_line(s: &str) -> String {
-    s.replace(['\n', '\r'], " | ")
 }
 
 pub struct ResultsWriter {

@@ -1,10 +1,10 @@
 //! manifest.json: everything needed to interpret and reproduce a run.
 
+use super::shard::ShardRecord;
 use crate::backend::BackendInfo;
-use crate::exec::shard::ShardRecord;
-use crate::exec::unit::Policies;
 use crate::spec::Sweep;
 use crate::spec::expand::EnvCombo;
+use crate::spec::policy::Policies;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,9 @@
 
 pub mod csv;
 pub mod manifest;
-pub mod merge;
+pub mod rundata;
 pub mod rundir;
+pub mod shard;
 pub mod status;
 pub mod summary;
+pub mod weights;

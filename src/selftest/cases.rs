@@ -5,8 +5,8 @@
 //! copies and graphs).
 
 use super::Check;
-use crate::exec::unit::Policies;
 use crate::op::canonical_text;
+use crate::spec::policy::Policies;
 
 const COMMON: &str = r#"
 [limits]

@@ -8,9 +8,10 @@ mod compile;
 
 use crate::exec::handle::WorkerSpec;
 use crate::exec::supervisor::{Env, Supervisor};
-use crate::exec::unit::{Outcome, Policies};
+use crate::exec::unit::Outcome;
 use crate::exit;
 use crate::results::status::Status;
+use crate::spec::policy::Policies;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;

@@ -2,7 +2,7 @@
 //! Errors are (byte span, message) pairs relative to the text they came from; the caller turns
 //! them into file:line:col errors.
 
-use super::value::Value;
+use crate::op::value::Value;
 use std::ops::Range;
 
 pub type Located = (Range<usize>, String);

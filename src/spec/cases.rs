@@ -6,9 +6,9 @@
 
 use super::error::SpecError;
 use super::reader::{Cx, Sp};
-use super::value::Value;
 use super::{Axis, Dim, Weight};
 use crate::op::OpKind;
+use crate::op::value::Value;
 use std::ops::Range;
 use toml::de::DeValue;
 

@@ -1,8 +1,8 @@
 //! Streaming expansion: an odometer over the sweep's dimensions, filtered as it goes, so a
 //! million-case sweep never sits in memory.
 
-use super::value::Value;
 use super::{Sweep, Weight, slot_count};
+use crate::op::value::Value;
 use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

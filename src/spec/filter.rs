@@ -4,7 +4,7 @@
 //! the sweep is loaded, so evaluation cannot fail.
 
 use super::axis::Located;
-use super::value::Value;
+use crate::op::value::Value;
 use std::cmp::Ordering;
 use std::ops::Range;
 

@@ -13,8 +13,8 @@ mod overrides;
 pub mod policy;
 mod reader;
 pub mod sets;
-pub mod value;
 
+use crate::op::value::Value;
 use crate::op::{self, OpKind, ParamKind};
 use error::SpecError;
 use filter::{Filter, Ty};
@@ -26,7 +26,6 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
-use value::Value;
 
 pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "rocm"];
 
@@ -529,11 +528,11 @@ fn check_value(op: OpKind, slot: usize, v: &Value) -> Result<(), String> {
     match op.params().get(slot) {
         Some(def) => def.check(v),
         None => match v {
-            Value::Str(s) if op.is_known_solver(s) => Ok(()),
+            Value::Str(s) if crate::backend::is_known_solver(op, s) => Ok(()),
             Value::Str(s) => Err(format!(
-                "unknown solver `{s}` for {}, expected one of: {} (or solver#<id>)",
+                "unknown solver `{s}` for {}, expected one of: default, all, {} (or solver#<id>)",
                 op.name(),
-                op.solver_names().join(", ")
+                crate::backend::solver_names(op).join(", ")
             )),
             other => Err(format!(
                 "`solver` expects a string, found {}",

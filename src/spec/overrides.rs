@@ -4,8 +4,8 @@
 
 use super::error::SpecError;
 use super::reader::Cx;
-use super::value::Value;
 use super::{Axis, Dim, axis, axis_names, check_value, slot_of};
+use crate::op::value::Value;
 use crate::op::{OpKind, ParamKind};
 use std::sync::Arc;
 

@@ -142,3 +142,11 @@ impl Default for VerifyPolicy {
         }
     }
 }
+
+/// The sweep's policies a unit runs under.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Policies {
+    pub limits: Limits,
+    pub timing: TimingPolicy,
+    pub verify: VerifyPolicy,
+}

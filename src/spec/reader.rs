@@ -5,8 +5,8 @@ use super::error::SpecError;
 use super::policy::{
     Limits, MAX_BUFFER_MIB, MAX_MAX_SAMPLES, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy,
 };
-use super::value::Value;
 use super::{Axis, TOP_KEYS, axis, axis_names, check_value, line_col, slot_of};
+use crate::op::value::Value;
 use crate::op::{OpKind, ParamKind};
 use std::ops::Range;
 use std::sync::Arc;

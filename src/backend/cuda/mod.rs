@@ -19,9 +19,6 @@ use cudarc::driver::{CudaContext, sys as dsys};
 use std::collections::BTreeMap;
 
 pub use conv::solver_names as conv_solver_names;
-/// Whether a conv2d solver name is a cuDNN engine configuration (`eng12-k3=2,k5=1`) or
-/// `engine_heuristic`: the names `all` expands to beside the legacy algorithms.
-pub use conv_engine::is_engine_solver as is_conv_engine_solver;
 
 /// Solver names the CUDA backend knows per op (for sweep validation).
 pub fn solver_names(op: OpKind) -> &'static [&'static str] {
@@ -32,6 +29,16 @@ pub fn solver_names(op: OpKind) -> &'static [&'static str] {
         OpKind::Copy => &["cuMemcpy"],
         OpKind::Cast => &["nvrtc-cast"],
         OpKind::Graph => graph::SOLVERS,
+    }
+}
+
+/// Solver names the CUDA backend accepts by pattern: cuBLASLt algorithms (`lt#<n>`) and cuDNN
+/// engine configurations (`eng12-k3=2,k5=1`, `engine_heuristic`).
+pub fn accepts_solver(op: OpKind, s: &str) -> bool {
+    match op {
+        OpKind::Gemm => s.starts_with("lt#"),
+        OpKind::Conv2d => conv_engine::is_engine_solver(s),
+        _ => false,
     }
 }
 

@@ -44,6 +44,14 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     }
 }
 
+/// Solver names the ROCm backend accepts by pattern: hipBLASLt solutions (`hipblaslt#..`) and
+/// MIOpen solver ids (`solver#<id>`).
+pub fn accepts_solver(op: OpKind, s: &str) -> bool {
+    (op == OpKind::Gemm && s.starts_with("hipblaslt#"))
+        || s.strip_prefix("solver#")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The device and the one stream all work goes to, and what its launch-free timer needs.
 pub struct Dev {
     pub hip: HipRef,
@@ -347,6 +355,7 @@ impl RocmBackend {
             devices: vec![format!("{} ({})", facts.name, facts.arch)],
             // Counted under HIP_VISIBLE_DEVICES, as the devices `--devices` picks from are.
             device_count: usize::try_from(count).unwrap_or(0),
+            solver_ids: solvers::ids(),
             ..BackendInfo::default()
         };
         describe_stack(&hip, &libs, &mut info.versions);

@@ -115,6 +115,11 @@ pub const TABLE: &[(u64, &str, Algo)] = &[
     (217, "ConvHipDirectFwd", Algo::Direct),
 ];
 
+/// Every named solver with its MIOpen id (what the manifest records for `repro`).
+pub fn ids() -> std::collections::BTreeMap<String, u64> {
+    TABLE.iter().map(|(i, n, _)| (n.to_string(), *i)).collect()
+}
+
 /// The name of a solver id: from the table, else `solver#<id>`.
 pub fn name(id: u64) -> String {
     TABLE

@@ -57,18 +57,7 @@ pub fn command(o: &MergeOptions) -> Result<i32, CmdError> {
     if let Some(dir) = dir
         && !o.no_report
     {
-        match crate::report::write(&dir) {
-            Ok(files) if !o.quiet => {
-                if let Some(html) = files
-                    .iter()
-                    .find(|f| f.extension().is_some_and(|e| e == "html"))
-                {
-                    println!("report: {}", html.display());
-                }
-            }
-            Ok(_) => {}
-            Err(e) => eprintln!("warning: the merge was written but its report was not: {e}"),
-        }
+        crate::report::write_after(&dir, "merge", o.quiet);
     }
     Ok(code)
 }

@@ -5,7 +5,7 @@
 //! do not count against it unless none could): with `solver = "all"` a Find or a tuned pick may
 //! land on any of them.
 
-use super::rundata::{Row, RunData};
+use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
 use crate::spec::Weight;
 use std::collections::{BTreeMap, HashMap};

@@ -2,6 +2,8 @@
 //! writer (report, compare, recommend, repro): text from libraries, worker logs and run
 //! directories may contain anything.
 
+pub mod shell;
+
 /// Text for HTML element content and attribute values.
 pub fn html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
