@@ -28,95 +28,126 @@ fn main() {
         // SAFETY: set once at start-up, before any thread is spawned.
         unsafe { std::env::set_var(rocsweep::backend::rocm::loader::LIB_DIR_ENV, dir) };
     }
-    let code = match cli.command {
-        Command::Run {
-            sweep,
-            backend,
-            out,
-            axes,
-            sets,
-            dry_run,
-            force,
-            max_units,
-            quiet,
-            trials,
-            fail_on_failure,
-            resume,
-            retry_interrupted,
-            no_report,
-            shared_caches,
-            shard,
-            shard_from_env,
-            shard_count,
-            devices,
-            strategy,
-            along,
-            confirm,
-            confirm_seed,
-        } => {
-            let opts = RunOptions {
-                sweep,
-                backend,
-                out,
-                // `--set` travels with the axis overrides (spec::sets).
-                axes: axes
-                    .into_iter()
-                    .chain(sets.iter().map(|s| rocsweep::spec::sets::override_of(s)))
-                    .collect(),
-                dry_run,
-                force,
-                max_units,
-                quiet,
-                command_line: std::env::args().collect(),
-                resume,
-                retry_interrupted,
-                worker_exe: None,
-                shard,
-                shard_from_env,
-                shard_count,
-                devices,
-                strategy: Kind::parse(&strategy).unwrap_or_default(),
-                along,
-                confirm,
-                confirm_seed,
-                shared_caches,
-                trials,
-            };
-            let result = run::run(&opts);
-            if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
-                && !no_report
-            {
-                rocsweep::report::write_after(dir, "run", quiet);
-            }
-            match result {
-                Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
-                Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
-                Ok(r) if r.disagreements > 0 => exit::CONFIRM_DISAGREED,
-                Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
-                Ok(_) => exit::OK,
-                Err(e) => report(e),
-            }
-        }
+    std::process::exit(dispatch(cli.command));
+}
+
+fn dispatch(command: Command) -> i32 {
+    match command {
+        c @ Command::Run { .. } => run_command(c),
         Command::Merge {
             dirs,
             out,
             allow_missing,
             no_report,
             quiet,
-        } => {
-            let opts = rocsweep::merge::MergeOptions {
-                dirs: &dirs,
-                out: &out,
-                allow_missing,
-                no_report,
-                quiet,
-                command_line: std::env::args().collect(),
-            };
-            match rocsweep::merge::command(&opts) {
-                Ok(code) => code,
-                Err(e) => report(e),
-            }
-        }
+        } => merge_command(&dirs, &out, allow_missing, no_report, quiet),
+        c @ (Command::Report { .. }
+        | Command::Compare { .. }
+        | Command::Recommend { .. }
+        | Command::Repro { .. }
+        | Command::Import { .. }) => analysis_command(c),
+        c => device_command(c),
+    }
+}
+
+/// `run`: the sweep, then the report unless `--no-report`; the exit code says how it ended.
+fn run_command(command: Command) -> i32 {
+    let Command::Run {
+        sweep,
+        backend,
+        out,
+        axes,
+        sets,
+        dry_run,
+        force,
+        max_units,
+        quiet,
+        trials,
+        fail_on_failure,
+        resume,
+        retry_interrupted,
+        no_report,
+        shared_caches,
+        shard,
+        shard_from_env,
+        shard_count,
+        devices,
+        strategy,
+        along,
+        confirm,
+        confirm_seed,
+    } = command
+    else {
+        return exit::FAILURE;
+    };
+    let opts = RunOptions {
+        sweep,
+        backend,
+        out,
+        // `--set` travels with the axis overrides (spec::sets).
+        axes: axes
+            .into_iter()
+            .chain(sets.iter().map(|s| rocsweep::spec::sets::override_of(s)))
+            .collect(),
+        dry_run,
+        force,
+        max_units,
+        quiet,
+        command_line: std::env::args().collect(),
+        resume,
+        retry_interrupted,
+        worker_exe: None,
+        shard,
+        shard_from_env,
+        shard_count,
+        devices,
+        strategy: Kind::parse(&strategy).unwrap_or_default(),
+        along,
+        confirm,
+        confirm_seed,
+        shared_caches,
+        trials,
+    };
+    let result = run::run(&opts);
+    if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
+        && !no_report
+    {
+        rocsweep::report::write_after(dir, "run", quiet);
+    }
+    match result {
+        Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
+        Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
+        Ok(r) if r.disagreements > 0 => exit::CONFIRM_DISAGREED,
+        Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
+        Ok(_) => exit::OK,
+        Err(e) => report(e),
+    }
+}
+
+fn merge_command(
+    dirs: &[std::path::PathBuf],
+    out: &std::path::Path,
+    allow_missing: bool,
+    no_report: bool,
+    quiet: bool,
+) -> i32 {
+    let opts = rocsweep::merge::MergeOptions {
+        dirs,
+        out,
+        allow_missing,
+        no_report,
+        quiet,
+        command_line: std::env::args().collect(),
+    };
+    match rocsweep::merge::command(&opts) {
+        Ok(code) => code,
+        Err(e) => report(e),
+    }
+}
+
+/// The commands that read run directories or logs: report, compare, recommend, repro, import.
+fn analysis_command(command: Command) -> i32 {
+    match command {
         Command::Report { run_dir } => match rocsweep::report::write(&run_dir) {
             Ok(files) => {
                 for f in files {
@@ -168,6 +199,13 @@ fn main() {
             }
             Err(e) => report(e),
         },
+        _ => exit::FAILURE,
+    }
+}
+
+/// The commands that ask a backend: worker, probe, solvers, selftest, compile-check, list-ops.
+fn device_command(command: Command) -> i32 {
+    match command {
         Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
         Command::Probe { backend } => {
             let (text, available) = rocsweep::commands::probe_text(backend.as_deref());
@@ -195,8 +233,8 @@ fn main() {
             print!("{}", rocsweep::commands::list_ops_text());
             exit::OK
         }
-    };
-    std::process::exit(code);
+        _ => exit::FAILURE,
+    }
 }
 
 fn report(e: CmdError) -> i32 {

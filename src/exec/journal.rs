@@ -174,3 +174,71 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
     }
     Ok(st)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Outcome {
+        Outcome::failed(Status::Ok, "", "")
+    }
+
+    #[test]
+    fn a_journal_reads_back_what_each_unit_reached() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let mut j = Journal::open(dir.path()).unwrap_or_else(|e| panic!("open: {e}"));
+        let row = vec!["done".to_string(), "ok".to_string()];
+        let wrote = [
+            j.started("done"),
+            j.phase("done", "run"),
+            j.finished("done", Status::Ok, &row),
+            j.started("hung"),
+            j.phase("hung", "compile"),
+            j.started("trialled"),
+            j.trial("trialled", 1, &ok()),
+        ];
+        for w in wrote {
+            w.unwrap_or_else(|e| panic!("write: {e}"));
+        }
+        let st = read(dir.path()).unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(st.finished.get("done"), Some(&row));
+        assert_eq!(
+            st.unfinished.get("hung").map(String::as_str),
+            Some("compile")
+        );
+        assert!(!st.unfinished.contains_key("done"));
+        // A kept trial is not an unfinished unit: a resume runs only the trials it lacks.
+        assert!(!st.unfinished.contains_key("trialled"));
+        assert_eq!(st.trials.get("trialled").map(Vec::len), Some(1));
+        assert_eq!(st.unreadable, 0);
+    }
+
+    #[test]
+    fn a_torn_or_garbled_line_is_skipped_and_counted_and_a_restart_reopens_the_unit() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let mut j = Journal::open(dir.path()).unwrap_or_else(|e| panic!("open: {e}"));
+        j.started("u").unwrap_or_else(|e| panic!("{e}"));
+        j.finished("u", Status::Ok, &["u".into()])
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Run again (--retry-interrupted, or a resume): started after finished.
+        j.started("u").unwrap_or_else(|e| panic!("{e}"));
+        drop(j);
+        let path = dir.path().join(FILE);
+        let mut bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        bytes.extend_from_slice(b"\xff\xfe not utf-8\n");
+        bytes.extend_from_slice(b"{\"ev\":\"finished\",\"unit\":\"v\",\"sta");
+        std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("{e}"));
+        let st = read(dir.path()).unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(st.unreadable, 2);
+        assert!(st.unfinished.contains_key("u"));
+        assert!(!st.finished.contains_key("u"));
+        assert!(!st.finished.contains_key("v"));
+    }
+
+    #[test]
+    fn a_missing_journal_is_an_empty_one() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let st = read(dir.path()).unwrap_or_else(|e| panic!("read: {e}"));
+        assert!(st.finished.is_empty() && st.unfinished.is_empty() && st.unreadable == 0);
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod confirm;
 pub mod devices;
+pub mod dry_run;
 pub mod events;
 pub mod fault;
 pub mod handle;
@@ -17,7 +18,9 @@ pub mod recorder;
 pub mod resume;
 pub mod row;
 pub mod run;
+pub mod setup;
 pub mod shard;
+pub mod slots;
 pub mod strategy;
 pub mod strategy_plan;
 pub mod strategy_run;

@@ -233,3 +233,113 @@ fn stopped_line(slot: &str, others_continue: bool) -> String {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::OpKind;
+
+    fn io<T>(e: std::io::Error) -> T {
+        panic!("{e}")
+    }
+
+    fn recorder(dir: &std::path::Path) -> Recorder {
+        Recorder {
+            journal: Journal::open(dir).unwrap_or_else(io),
+            csv: ResultsWriter::create(&dir.join("results.csv"), OpKind::Gemm).unwrap_or_else(io),
+            summary: Summary::default(),
+            progress: Progress::new(3, true),
+            rows: HashMap::new(),
+            unfinished: HashMap::new(),
+            trials: HashMap::new(),
+            env_devices: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn one_finished_event_reaches_the_journal_the_csv_the_summary_and_the_strategies() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut r = recorder(dir.path());
+        let case = super::super::row::tests::gemm_case();
+        let unit = Unit {
+            id: "u1",
+            case: &case,
+            solver: "default",
+            env_key: "A=1",
+        };
+        r.emit(&Event::Started {
+            unit,
+            slot: "",
+            phase: "init",
+            limit_s: 1.0,
+        })
+        .unwrap_or_else(io);
+        r.emit(&Event::TrialKept {
+            unit,
+            trial: 1,
+            outcome: &Outcome::failed(Status::Ok, "", ""),
+        })
+        .unwrap_or_else(io);
+        assert_eq!(r.trials.get("u1").map(Vec::len), Some(1));
+        let place = Place {
+            label: "",
+            reported: Some("gpu0"),
+            fallback: "cpu",
+        };
+        let out = Outcome::failed(Status::Hang, "run", "no progress");
+        r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
+
+        // The strategies' record and the bookkeeping.
+        let m = r.rows.get("u1").cloned();
+        assert_eq!(
+            m.map(|m| (m.status, m.phase)),
+            Some((Status::Hang, "run".into()))
+        );
+        assert!(
+            !r.trials.contains_key("u1"),
+            "a row ends the unit's kept trials"
+        );
+        assert_eq!(r.env_devices.get("A=1").map(String::as_str), Some("gpu0"));
+        assert_eq!(r.summary.failures_total, 1);
+        r.csv.sync().unwrap_or_else(io);
+
+        // The journal says started, trial, finished (with the row), in that order.
+        let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
+        let row = st.finished.get("u1").cloned().unwrap_or_default();
+        assert_eq!(row.first().map(String::as_str), Some("u1"));
+        // results.csv holds the same row under its header.
+        let (header, rows) = crate::results::csv::read(&dir.path().join("results.csv"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rows, vec![row.clone()]);
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap_or(usize::MAX);
+        assert_eq!(row.get(col("device")).map(String::as_str), Some("gpu0"));
+        assert_eq!(row.get(col("status")).map(String::as_str), Some("hang"));
+    }
+
+    #[test]
+    fn a_row_no_worker_made_takes_the_device_its_env_combination_reported() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut r = recorder(dir.path());
+        r.env_devices.insert("A=1".into(), "gpu1".into());
+        let case = super::super::row::tests::gemm_case();
+        for (id, env_key, want) in [("u1", "A=1", "gpu1"), ("u2", "A=2", "slot device")] {
+            let unit = Unit {
+                id,
+                case: &case,
+                solver: "default",
+                env_key,
+            };
+            let place = Place {
+                label: "0",
+                reported: None,
+                fallback: "slot device",
+            };
+            let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
+            r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
+            let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
+            let row = st.finished.get(id).cloned().unwrap_or_default();
+            assert!(row.iter().any(|c| c == want), "{id}: {row:?}");
+            assert!(row.iter().any(|c| c == "0"), "device_index: {row:?}");
+        }
+    }
+}

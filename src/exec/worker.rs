@@ -9,7 +9,7 @@ use super::protocol::{Event, PROTOCOL_VERSION, Request, encode};
 use super::unit::{self, ReferenceCache};
 use crate::backend::{self, PhaseSink};
 use crate::op::value::Value;
-use crate::op::{Case, OpKind, canonical_text};
+use crate::op::{Case, OpKind, Problem, canonical_text};
 use crate::spec::policy::Policies;
 use std::fs::File;
 use std::io::{BufRead, Write};
@@ -116,25 +116,43 @@ pub fn main(backend_name: &str) -> i32 {
             return 1;
         }
     };
-    let faults = Faults::from_env();
-    let hb = Arc::clone(&out);
+    watch_supervisor(&out);
+    let backend = match open(&out, backend_name) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let mut w = Worker {
+        out,
+        faults: Faults::from_env(),
+        backend,
+        cache: ReferenceCache::default(),
+    };
+    w.serve()
+}
+
+/// Heartbeats on a thread of their own. A worker whose supervisor is gone (killed with any
+/// signal: the worker is then reparented, and its protocol pipe breaks) ends itself and
+/// everything it started, within a heartbeat, even while a unit hangs in a library call.
+fn watch_supervisor(out: &Out) {
+    let hb = Arc::clone(out);
     // SAFETY: getppid has no preconditions.
     let parent = unsafe { libc::getppid() };
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(HEARTBEAT);
-            // A worker whose supervisor is gone (killed with any signal: the worker is then
-            // reparented, and its protocol pipe breaks) ends itself and everything it started,
-            // within a heartbeat, even while a unit hangs in a library call.
             // SAFETY: getppid has no preconditions.
             if unsafe { libc::getppid() } != parent || !send(&hb, &Event::Heartbeat) {
                 orphaned();
             }
         }
     });
+}
 
+/// Opens the backend in phase `init` and answers the handshake; Err is the exit code of a
+/// worker that cannot go on (the backend cannot run here, or the env combination is bad).
+fn open(out: &Out, backend_name: &str) -> Result<Box<dyn backend::Backend>, i32> {
     send(
-        &out,
+        out,
         &Event::Phase {
             phase: "init".into(),
         },
@@ -153,145 +171,159 @@ pub fn main(backend_name: &str) -> i32 {
         std::process::id()
     );
     if let Err(msg) = check_env_combo() {
-        send(&out, &Event::Fatal { message: msg });
-        return 2;
+        send(out, &Event::Fatal { message: msg });
+        return Err(2);
     }
-    let mut backend = match backend::open_explained(backend_name) {
+    match backend::open_explained(backend_name) {
         Ok((b, picked)) => {
-            if !ready(&out, backend::BackendInfo { picked, ..b.info() }) {
-                return 1;
+            if !ready(out, backend::BackendInfo { picked, ..b.info() }) {
+                return Err(1);
             }
-            b
+            Ok(b)
         }
         Err(info) => {
             // What the backend found, and why it cannot run: the supervisor (or `probe`)
             // reports it; this worker is done.
-            ready(&out, *info);
-            return 1;
-        }
-    };
-
-    let mut cache = ReferenceCache::default();
-    let stdin = std::io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let req: Request = match serde_json::from_str(&line) {
-            Ok(r) => r,
-            Err(e) => {
-                send(
-                    &out,
-                    &Event::Fatal {
-                        message: format!("cannot parse request: {e}"),
-                    },
-                );
-                return 2;
-            }
-        };
-        match req {
-            Request::Unit {
-                unit_id,
-                case,
-                solver,
-                policies,
-            } => {
-                let target = format!(
-                    "{};solver={solver}",
-                    canonical_text(case.problem.kind(), &case.values)
-                );
-                if faults.action(&target, "run") == Some(fault::Action::GpuHang) {
-                    send(
-                        &out,
-                        &Event::Phase {
-                            phase: "run".into(),
-                        },
-                    );
-                    let r = backend.test_never_ending_kernel();
-                    eprintln!("test kernel returned: {r:?}");
-                    fault::trigger(fault::Action::Hang);
-                }
-                let mut phases = Phases {
-                    out: &out,
-                    faults: &faults,
-                    target,
-                };
-                let outcome = unit::run_unit(
-                    backend.as_mut(),
-                    &case,
-                    &solver,
-                    &policies,
-                    &mut cache,
-                    &mut phases,
-                );
-                send(
-                    &out,
-                    &Event::Result {
-                        unit_id,
-                        outcome: Box::new(outcome),
-                    },
-                );
-            }
-            Request::Enumerate { problem } => {
-                send(
-                    &out,
-                    &Event::Phase {
-                        phase: "enumerate".into(),
-                    },
-                );
-                if !faults.is_empty() {
-                    // Match enumerate faults against the problem's parameters as a case would.
-                    let text = serde_json::to_string(&problem).unwrap_or_default();
-                    let canonical = canonical_from_json(&text);
-                    if let Some(a) = faults.action(&canonical, "enumerate") {
-                        fault::trigger(a);
-                    }
-                }
-                send(
-                    &out,
-                    &Event::Solvers {
-                        solvers: backend.solvers(&problem),
-                    },
-                );
-            }
-            Request::Probe => {
-                let Some(case) = probe_case() else {
-                    send(
-                        &out,
-                        &Event::Fatal {
-                            message: "the probe case is invalid".into(),
-                        },
-                    );
-                    return 2;
-                };
-                let mut phases = Phases {
-                    out: &out,
-                    faults: &faults,
-                    target: "probe".into(),
-                };
-                let mut policies = Policies::default();
-                policies.timing.enabled = false;
-                let outcome = unit::run_unit(
-                    backend.as_mut(),
-                    &case,
-                    "default",
-                    &policies,
-                    &mut cache,
-                    &mut phases,
-                );
-                send(
-                    &out,
-                    &Event::Result {
-                        unit_id: "probe".into(),
-                        outcome: Box::new(outcome),
-                    },
-                );
-            }
-            Request::Shutdown => break,
+            ready(out, *info);
+            Err(1)
         }
     }
-    0
+}
+
+/// A worker with its backend open, answering requests until stdin ends or `shutdown`.
+struct Worker {
+    out: Out,
+    faults: Faults,
+    backend: Box<dyn backend::Backend>,
+    cache: ReferenceCache,
+}
+
+impl Worker {
+    fn serve(&mut self) -> i32 {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let req: Request = match serde_json::from_str(&line) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.fatal(format!("cannot parse request: {e}"));
+                    return 2;
+                }
+            };
+            match req {
+                Request::Unit {
+                    unit_id,
+                    case,
+                    solver,
+                    policies,
+                } => self.unit(unit_id, &case, &solver, &policies),
+                Request::Enumerate { problem } => self.enumerate(&problem),
+                Request::Probe => {
+                    if let Err(code) = self.probe() {
+                        return code;
+                    }
+                }
+                Request::Shutdown => break,
+            }
+        }
+        0
+    }
+
+    fn fatal(&self, message: String) {
+        send(&self.out, &Event::Fatal { message });
+    }
+
+    fn phase(&self, phase: &str) {
+        send(
+            &self.out,
+            &Event::Phase {
+                phase: phase.into(),
+            },
+        );
+    }
+
+    /// Runs one unit (through the test faults, when set) and answers with its outcome.
+    fn unit(&mut self, unit_id: String, case: &Case, solver: &str, policies: &Policies) {
+        let target = format!(
+            "{};solver={solver}",
+            canonical_text(case.problem.kind(), &case.values)
+        );
+        if self.faults.action(&target, "run") == Some(fault::Action::GpuHang) {
+            self.phase("run");
+            let r = self.backend.test_never_ending_kernel();
+            eprintln!("test kernel returned: {r:?}");
+            fault::trigger(fault::Action::Hang);
+        }
+        let mut phases = Phases {
+            out: &self.out,
+            faults: &self.faults,
+            target,
+        };
+        let outcome = unit::run_unit(
+            self.backend.as_mut(),
+            case,
+            solver,
+            policies,
+            &mut self.cache,
+            &mut phases,
+        );
+        send(
+            &self.out,
+            &Event::Result {
+                unit_id,
+                outcome: Box::new(outcome),
+            },
+        );
+    }
+
+    /// Lists the backend's solvers for a problem (`solver = "all"`).
+    fn enumerate(&mut self, problem: &Problem) {
+        self.phase("enumerate");
+        if !self.faults.is_empty() {
+            // Match enumerate faults against the problem's parameters as a case would.
+            let text = serde_json::to_string(problem).unwrap_or_default();
+            let canonical = canonical_from_json(&text);
+            if let Some(a) = self.faults.action(&canonical, "enumerate") {
+                fault::trigger(a);
+            }
+        }
+        let solvers = self.backend.solvers(problem);
+        send(&self.out, &Event::Solvers { solvers });
+    }
+
+    /// The health probe's known-good unit, untimed.
+    fn probe(&mut self) -> Result<(), i32> {
+        let Some(case) = probe_case() else {
+            self.fatal("the probe case is invalid".into());
+            return Err(2);
+        };
+        let mut phases = Phases {
+            out: &self.out,
+            faults: &self.faults,
+            target: "probe".into(),
+        };
+        let mut policies = Policies::default();
+        policies.timing.enabled = false;
+        let outcome = unit::run_unit(
+            self.backend.as_mut(),
+            &case,
+            "default",
+            &policies,
+            &mut self.cache,
+            &mut phases,
+        );
+        send(
+            &self.out,
+            &Event::Result {
+                unit_id: "probe".into(),
+                outcome: Box::new(outcome),
+            },
+        );
+        Ok(())
+    }
 }
 
 /// `k=v` pairs of a problem's JSON, flattened, so enumerate faults can match parameters.

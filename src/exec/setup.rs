@@ -1,0 +1,363 @@
+//! What a run is before anything is written: the sweep (from its file, or from the manifest of
+//! the run being resumed), backend, run directory, shard, env combinations, strategy and
+//! trials, with every check that can refuse the run as bad input. Then the pieces `run` builds
+//! from it: the worker spec, the policies, a new run's manifest, and what a resume found.
+
+use super::devices::{self, DeviceSel};
+use super::handle::WorkerSpec;
+use super::options::RunOptions;
+use super::plan;
+use super::resume::Resume;
+use super::shard::{self, Shard, ShardRecord};
+use super::strategy_plan::{self, Plan};
+use crate::backend::BackendInfo;
+use crate::build_info;
+use crate::error::CmdError;
+use crate::results::manifest::{self, Host, Manifest, SweepInfo};
+use crate::results::rundir;
+use crate::results::status::Status;
+use crate::spec::expand::EnvCombo;
+use crate::spec::policy::Policies;
+use crate::spec::{self, Sweep};
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// A run, resolved and checked.
+pub struct Setup {
+    pub sweep: Sweep,
+    pub backend: String,
+    pub dir: PathBuf,
+    /// The manifest of the run being resumed.
+    pub old: Option<Manifest>,
+    pub shard_record: Option<ShardRecord>,
+    pub shard: Option<Shard>,
+    pub combos: Vec<EnvCombo>,
+    /// Axes x env combinations, before invalid combinations are dropped.
+    pub product: u128,
+    pub strategy: Option<Plan>,
+    pub trials: u32,
+}
+
+impl Setup {
+    pub fn new(opts: &RunOptions) -> Result<Setup, CmdError> {
+        let Prepared {
+            sweep,
+            backend,
+            dir,
+            manifest: old,
+            shard: shard_record,
+        } = load(opts)?;
+        let shard = shard_record
+            .as_ref()
+            .map(|r| r.shard())
+            .transpose()
+            .map_err(|e| {
+                CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display()))
+            })?;
+        // Counted before they are built (the loader bounds them: spec::MAX_ENV_COMBOS).
+        let product = sweep.product_size().saturating_mul(sweep.env_combo_count());
+        if product > opts.max_units as u128 && !opts.force && old.is_none() {
+            return Err(CmdError::BadInput(format!(
+                "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
+                 narrow the axes, raise --max-units, or pass --force",
+                sweep.source.path, opts.max_units
+            )));
+        }
+        let combos = sweep.env_combos();
+        let strategy = strategy_plan::resolve(opts, &sweep)?;
+        let trials = trials_for(opts, &sweep, old.as_ref(), strategy.is_some())?;
+        Ok(Setup {
+            sweep,
+            backend,
+            dir,
+            old,
+            shard_record,
+            shard,
+            combos,
+            product,
+            strategy,
+            trials,
+        })
+    }
+
+    pub fn resuming(&self) -> bool {
+        self.old.is_some()
+    }
+
+    /// `--devices`, or the devices of the run being resumed; refused when the sweep sets the
+    /// backend's visibility variable itself.
+    pub fn device_sel(&self, opts: &RunOptions) -> Result<Option<DeviceSel>, CmdError> {
+        let sel = opts.devices.clone().or_else(|| {
+            self.old
+                .as_ref()
+                .filter(|m| !m.devices.is_empty())
+                .map(|m| DeviceSel::List(m.devices.clone()))
+        });
+        let visibility = |k: &String| {
+            devices::visibility_var("rocm") == Some(k) || devices::visibility_var("cuda") == Some(k)
+        };
+        if sel.is_some()
+            && let Some((name, _)) = self
+                .combos
+                .iter()
+                .flat_map(|c| &c.vars)
+                .find(|(k, _)| visibility(k))
+        {
+            return Err(CmdError::BadInput(format!(
+                "{}: the sweep sets {name} itself, which --devices sets per device; drop one of them",
+                self.sweep.source.path
+            )));
+        }
+        Ok(sel)
+    }
+
+    /// A resume reads and reconciles everything first: a run directory it cannot use is bad
+    /// input, with nothing in it changed.
+    pub fn read_resume(&self, opts: &RunOptions) -> Result<Option<Resume>, CmdError> {
+        if !self.resuming() {
+            return Ok(None);
+        }
+        // Inferred rows are recomputed from the measured ones (strategy_run.rs); skipped units
+        // never ran; interrupted ones run again when asked to.
+        let mut again = vec![Status::Skipped, Status::InferredOk, Status::InferredFail];
+        if opts.retry_interrupted {
+            again.push(Status::Interrupted);
+        }
+        let r =
+            super::resume::read(&self.dir, self.sweep.op, &again).map_err(CmdError::BadInput)?;
+        Ok(Some(r))
+    }
+
+    /// A finished resumed run with a row for every planned unit and nothing to repair: nothing
+    /// is run, written or stamped.
+    pub fn nothing_to_do(&self, r: &Resume) -> bool {
+        self.old
+            .as_ref()
+            .is_some_and(|m| m.finished_at.is_some() && m.stopped.is_none())
+            && r.retry.is_empty()
+            && r.journal.unfinished.is_empty()
+            && !r.rewrite
+            && r.notes.is_empty()
+            && every_unit_has_a_row(&self.sweep, &self.combos, self.shard, &r.ids())
+    }
+
+    pub fn policies(&self) -> Policies {
+        Policies {
+            limits: self.sweep.limits.clone(),
+            timing: crate::spec::policy::TimingPolicy {
+                trials: self.trials,
+                ..self.sweep.timing.clone()
+            },
+            verify: self.sweep.verify.clone(),
+        }
+    }
+
+    /// How this run starts its workers.
+    pub fn worker_spec(&self, opts: &RunOptions) -> Result<WorkerSpec, CmdError> {
+        let exe = match &opts.worker_exe {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()
+                .map_err(|e| CmdError::Failure(format!("cannot find this program's path: {e}")))?,
+        };
+        Ok(WorkerSpec {
+            exe,
+            backend: self.backend.clone(),
+            cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
+            cache_vars: crate::backend::isolated_cache_vars(&self.backend)
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..WorkerSpec::default()
+        })
+    }
+
+    /// The manifest of a new run, as its first worker described the backend.
+    pub fn new_manifest(
+        &self,
+        opts: &RunOptions,
+        info: &BackendInfo,
+        counted: &plan::PlanCount,
+        planned: u64,
+        devices: Vec<usize>,
+    ) -> Manifest {
+        let combos = &self.combos;
+        Manifest {
+            manifest_version: 1,
+            rocsweep_version: build_info::VERSION.into(),
+            git_commit: build_info::GIT_COMMIT.into(),
+            command_line: opts.command_line.clone(),
+            started_at: chrono::Utc::now().to_rfc3339(),
+            finished_at: None,
+            host: Host::current(),
+            backend: info.clone(),
+            sweep: SweepInfo::of(&self.sweep),
+            policies: self.policies(),
+            env_combos: combos.clone(),
+            environment: manifest::environment(
+                &combos
+                    .iter()
+                    .flat_map(|c| c.vars.iter().map(|(k, _)| k.clone()))
+                    .collect::<Vec<_>>(),
+            ),
+            units_planned: planned,
+            counts: Default::default(),
+            invalid_combinations: counted.invalid,
+            invalid_example: counted.invalid_example.clone(),
+            resumed: Vec::new(),
+            stopped: None,
+            shard: self.shard_record.clone(),
+            devices,
+            merge: None,
+            env_devices: Default::default(),
+        }
+    }
+}
+
+struct Prepared {
+    sweep: Sweep,
+    backend: String,
+    dir: PathBuf,
+    manifest: Option<Manifest>,
+    shard: Option<ShardRecord>,
+}
+
+fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
+    if let Some(dir) = &opts.resume {
+        let m = manifest::read(dir)
+            .map_err(|e| CmdError::BadInput(format!("cannot resume {}: {e}", dir.display())))?;
+        if m.merge.is_some() {
+            return Err(CmdError::BadInput(format!(
+                "cannot resume {}: it was merged from shards; resume the shard that is missing units, then merge again",
+                dir.display()
+            )));
+        }
+        let sweep =
+            spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides).map_err(|e| {
+                let stored = dir.join("manifest.json");
+                e.in_file(&format!(
+                    "{} (sweep.text, from {})",
+                    stored.display(),
+                    m.sweep.path
+                ))
+            })?;
+        let backend = m.backend.backend.clone();
+        let shard = m.shard.clone();
+        return Ok(Prepared {
+            sweep,
+            backend,
+            dir: dir.clone(),
+            manifest: Some(m),
+            shard,
+        });
+    }
+    let path = opts
+        .sweep
+        .as_ref()
+        .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
+    let sweep = spec::load(path, &opts.axes)?;
+    let backend = opts
+        .backend
+        .clone()
+        .unwrap_or_else(|| sweep.backend.clone());
+    let shard = match (opts.shard, opts.shard_from_env) {
+        (Some(s), _) => Some(ShardRecord {
+            index: s.index,
+            count: s.count,
+            from: "--shard".into(),
+        }),
+        (None, true) => Some(
+            shard::from_env(|k| std::env::var(k).ok(), opts.shard_count)
+                .map_err(CmdError::BadInput)?,
+        ),
+        (None, false) => None,
+    };
+    let dir = opts.out.clone().unwrap_or_else(|| {
+        let d = rundir::default_path(&sweep.name, chrono::Utc::now());
+        match shard.as_ref().and_then(|s| s.shard().ok()) {
+            Some(s) => PathBuf::from(format!("{}{}", d.display(), s.suffix())),
+            None => d,
+        }
+    });
+    Ok(Prepared {
+        sweep,
+        backend,
+        dir,
+        manifest: None,
+        shard,
+    })
+}
+
+/// Whether every unit of the plan (this shard's) has its row. A `solver = "all"` case is not
+/// known to be complete until its solvers are listed again: such a plan never reads as done.
+fn every_unit_has_a_row(
+    sweep: &Sweep,
+    combos: &[crate::spec::expand::EnvCombo],
+    shard: Option<Shard>,
+    ids: &HashSet<String>,
+) -> bool {
+    plan::cases(sweep, combos)
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
+        .all(|(_, (_, env_key, case))| {
+            case.solver != "all"
+                && ids.contains(&crate::op::unit_id(&case.id, &case.solver, &env_key))
+        })
+}
+
+/// Trials per unit: a resume keeps the run's; else `--trials`, else the sweep's `[timing]
+/// trials`. A boundary search (prune, bisect) decides from statuses and runs each unit once;
+/// so does a sweep with timing off (trials exist to measure run-to-run noise).
+fn trials_for(
+    opts: &RunOptions,
+    sweep: &Sweep,
+    old: Option<&Manifest>,
+    strategy: bool,
+) -> Result<u32, CmdError> {
+    if let Some(m) = old {
+        return Ok(m.policies.timing.trials.max(1));
+    }
+    if let Some(n) = opts.trials {
+        if !(1..=crate::spec::policy::MAX_TRIALS).contains(&n) {
+            return Err(CmdError::BadInput(format!(
+                "--trials {n}: must be 1 to {}",
+                crate::spec::policy::MAX_TRIALS
+            )));
+        }
+        if strategy && n > 1 {
+            return Err(CmdError::BadInput(format!(
+                "--trials {n} with --strategy {}: a boundary search runs each unit once (it decides from statuses); \
+                 drop --trials or run the grid",
+                opts.strategy.name()
+            )));
+        }
+        return Ok(n);
+    }
+    Ok(if strategy || !sweep.timing.enabled {
+        1
+    } else {
+        sweep.timing.trials
+    })
+}
+
+/// Holds the run directory's lock for the life of the run (released when the process ends,
+/// however it ends).
+pub fn lock(dir: &Path) -> Result<File, CmdError> {
+    let path = dir.join("run.lock");
+    let f = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(CmdError::BadInput(format!(
+            "{} is in use by another rocsweep run (run.lock is held)",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(CmdError::Failure(format!("{}: {e}", path.display())))
+        }
+    }
+}
