@@ -69,49 +69,15 @@ fn valid_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<String
 /// lists the statuses whose rows run again.
 pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> {
     let csv_path = dir.join("results.csv");
-    let bad = |what: String| format!("{}: {what}; nothing was changed", csv_path.display());
     let bytes = match std::fs::read(&csv_path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(format!("{}: {e}", csv_path.display())),
     };
     let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let (old_header, records) = read_records(&bytes[..whole], op)
+        .map_err(|what| format!("{}: {what}; nothing was changed", csv_path.display()))?;
     let mut notes = Vec::new();
-    let current = rcsv::header(op);
-    let (old_header, records) = if whole == 0 {
-        (current.clone(), Vec::new())
-    } else {
-        let mut rdr = csv::ReaderBuilder::new()
-            .has_headers(true)
-            .flexible(true)
-            .from_reader(&bytes[..whole]);
-        let header: Vec<String> = rdr
-            .byte_headers()
-            .map_err(|e| bad(format!("line 1: {e}")))?
-            .iter()
-            .map(|h| String::from_utf8_lossy(h).into_owned())
-            .collect();
-        if let Some(why) = header_problem(&header, op) {
-            return Err(bad(format!(
-                "line 1: the header is neither this version's nor an earlier one's for {}: {why}",
-                op.name()
-            )));
-        }
-        let mut records = Vec::new();
-        for rec in rdr.byte_records() {
-            // A record that does not parse is torn or damaged: dropped below, like a short one.
-            let fields = match rec {
-                Ok(r) => r
-                    .iter()
-                    .map(|f| std::str::from_utf8(f).map(String::from))
-                    .collect::<Result<Vec<_>, _>>()
-                    .unwrap_or_default(),
-                Err(_) => Vec::new(),
-            };
-            records.push(fields);
-        }
-        (header, records)
-    };
     if whole != bytes.len() {
         notes.push("cut a torn last line of results.csv".into());
     }
@@ -124,91 +90,20 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
             journal::FILE
         ));
     }
-    // The journal's rows, in this layout (it writes rows in the layout of its time).
-    let mut from_journal: HashMap<&str, Vec<String>> = HashMap::new();
-    for (id, row) in &journal.finished {
-        let row = rcsv::upgrade_journal_row(op, &old_header, row);
-        if let Some(r) = valid_row(op, &current, &row) {
-            from_journal.insert(id.as_str(), r);
-        }
-    }
-    let id_col = 0; // unit_id is the first column in every layout
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    let (mut dropped, mut replaced) = (0usize, 0usize);
-    for rec in &records {
-        let Some(id) = rec.get(id_col).filter(|s| !s.is_empty()) else {
-            dropped += 1;
-            continue;
-        };
-        if seen.contains(id) {
-            dropped += 1;
-            continue;
-        }
-        let row = match (
-            from_journal.get(id.as_str()),
-            valid_row(op, &old_header, rec),
-        ) {
-            (Some(j), Some(c)) if *j != c => {
-                replaced += 1;
-                j.clone()
-            }
-            (Some(j), None) => {
-                replaced += 1;
-                j.clone()
-            }
-            (_, Some(c)) => c,
-            (None, None) => {
-                dropped += 1;
-                continue;
-            }
-        };
-        seen.insert(id.clone());
-        rows.push(row);
-    }
-    let mut restored = 0usize;
-    let mut missing: Vec<(&String, &Vec<String>)> = journal
-        .finished
-        .iter()
-        .filter(|(id, _)| !seen.contains(*id))
-        .collect();
-    missing.sort_by(|a, b| a.0.cmp(b.0));
-    for (id, _) in missing {
-        if let Some(r) = from_journal.get(id.as_str()) {
-            seen.insert(id.clone());
-            rows.push(r.clone());
-            restored += 1;
-        }
-    }
-    for (n, what) in [
-        (
-            dropped,
-            "dropped from results.csv (torn, damaged or duplicated, with no journal record)",
-        ),
-        (
-            replaced,
-            "replaced by the journal's record (results.csv disagreed with it)",
-        ),
-        (
-            restored,
-            "restored from the journal (missing from results.csv)",
-        ),
-    ] {
-        if n > 0 {
-            notes.push(format!("{n} row(s) {what}"));
-        }
-    }
+    let (mut rows, fixes) = reconcile(op, &old_header, &records, &journal);
+    notes.extend(fixes.notes());
+    let current = rcsv::header(op);
     let mut retry_ids = HashSet::new();
     rows.retain(|r| {
         let again = rcsv::status_of(&current, r).is_some_and(|s| retry.contains(&s));
         if again {
-            retry_ids.insert(r[id_col].clone());
+            retry_ids.insert(r[0].clone());
         }
         !again
     });
     let rewrite = old_header != current
         || whole != bytes.len()
-        || dropped + replaced + restored > 0
+        || fixes.any()
         || !retry_ids.is_empty()
         || bytes.is_empty();
     Ok(Resume {
@@ -219,6 +114,146 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
         rewrite,
         notes,
     })
+}
+
+/// The header and records of results.csv's whole lines (an empty file has this version's
+/// header and no records). A record that does not parse is kept empty, to be dropped or
+/// replaced like a short one.
+fn read_records(bytes: &[u8], op: OpKind) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    if bytes.is_empty() {
+        return Ok((rcsv::header(op), Vec::new()));
+    }
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(bytes);
+    let header: Vec<String> = rdr
+        .byte_headers()
+        .map_err(|e| format!("line 1: {e}"))?
+        .iter()
+        .map(|h| String::from_utf8_lossy(h).into_owned())
+        .collect();
+    if let Some(why) = header_problem(&header, op) {
+        return Err(format!(
+            "line 1: the header is neither this version's nor an earlier one's for {}: {why}",
+            op.name()
+        ));
+    }
+    let records = rdr
+        .byte_records()
+        .map(|rec| match rec {
+            Ok(r) => r
+                .iter()
+                .map(|f| std::str::from_utf8(f).map(String::from))
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    Ok((header, records))
+}
+
+/// What reconciling changed, counted for the notes.
+#[derive(Default)]
+struct Fixes {
+    dropped: usize,
+    replaced: usize,
+    restored: usize,
+}
+
+impl Fixes {
+    fn any(&self) -> bool {
+        self.dropped + self.replaced + self.restored > 0
+    }
+
+    fn notes(&self) -> Vec<String> {
+        [
+            (
+                self.dropped,
+                "dropped from results.csv (torn, damaged or duplicated, with no journal record)",
+            ),
+            (
+                self.replaced,
+                "replaced by the journal's record (results.csv disagreed with it)",
+            ),
+            (
+                self.restored,
+                "restored from the journal (missing from results.csv)",
+            ),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{n} row(s) {what}"))
+        .collect()
+    }
+}
+
+/// One row per unit in this version's layout: results.csv's rows in their order, each replaced
+/// by the journal's record where they disagree or the row is damaged, then the journal's rows
+/// that results.csv lost (by unit id). The journal is the durable record: its row was fsynced
+/// before the CSV's was written.
+fn reconcile(
+    op: OpKind,
+    old_header: &[String],
+    records: &[Vec<String>],
+    journal: &State,
+) -> (Vec<Vec<String>>, Fixes) {
+    let current = rcsv::header(op);
+    // The journal's rows, in this layout (it writes rows in the layout of its time).
+    let mut from_journal: HashMap<&str, Vec<String>> = HashMap::new();
+    for (id, row) in &journal.finished {
+        let row = rcsv::upgrade_journal_row(op, old_header, row);
+        if let Some(r) = valid_row(op, &current, &row) {
+            from_journal.insert(id.as_str(), r);
+        }
+    }
+    let mut fixes = Fixes::default();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    for rec in records {
+        // unit_id is the first column in every layout.
+        let Some(id) = rec.first().filter(|s| !s.is_empty()) else {
+            fixes.dropped += 1;
+            continue;
+        };
+        if seen.contains(id) {
+            fixes.dropped += 1;
+            continue;
+        }
+        let row = match (
+            from_journal.get(id.as_str()),
+            valid_row(op, old_header, rec),
+        ) {
+            (Some(j), Some(c)) if *j != c => {
+                fixes.replaced += 1;
+                j.clone()
+            }
+            (Some(j), None) => {
+                fixes.replaced += 1;
+                j.clone()
+            }
+            (_, Some(c)) => c,
+            (None, None) => {
+                fixes.dropped += 1;
+                continue;
+            }
+        };
+        seen.insert(id.clone());
+        rows.push(row);
+    }
+    let mut missing: Vec<&String> = journal
+        .finished
+        .keys()
+        .filter(|id| !seen.contains(*id))
+        .collect();
+    missing.sort();
+    for id in missing {
+        if let Some(r) = from_journal.get(id.as_str()) {
+            rows.push(r.clone());
+            fixes.restored += 1;
+        }
+    }
+    (rows, fixes)
 }
 
 impl Resume {
@@ -247,5 +282,108 @@ impl Resume {
             rcsv::rewrite_all(&dir.join("results.csv"), &rcsv::header(op), &self.rows)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::journal::Journal;
+    use crate::exec::row::{UnitKey, record};
+    use crate::exec::unit::Outcome;
+
+    fn row(id: &str, status: Status) -> Vec<String> {
+        let case = crate::exec::row::tests::gemm_case();
+        let key = UnitKey {
+            unit_id: id,
+            case: &case,
+            solver: "default",
+            backend: "cpu",
+            device: "cpu",
+            device_index: "",
+            env: "",
+        };
+        record(&key, &Outcome::failed(status, "", ""))
+    }
+
+    fn line(cells: &[String]) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(cells).unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+    }
+
+    /// A run directory whose journal finished `a`, `b` and `c` and whose results.csv holds
+    /// `csv_body` under this version's header.
+    fn run_dir(csv_body: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut j = Journal::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        for (id, st) in [
+            ("a", Status::Ok),
+            ("b", Status::Hang),
+            ("c", Status::Skipped),
+        ] {
+            j.finished(id, st, &row(id, st))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let text = line(&rcsv::header(OpKind::Gemm)) + csv_body;
+        std::fs::write(dir.path().join("results.csv"), text).unwrap_or_else(|e| panic!("{e}"));
+        dir
+    }
+
+    #[test]
+    fn a_damaged_results_csv_is_rebuilt_from_the_journal() {
+        // `a` is whole; `b` lost a cell; `c` is missing; then a torn last line.
+        let mut damaged_b = row("b", Status::Hang);
+        damaged_b.pop();
+        let body = line(&row("a", Status::Ok)) + &line(&damaged_b) + "c,torn";
+        let dir = run_dir(&body);
+        let r = read(dir.path(), OpKind::Gemm, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let ids: Vec<&str> = r.rows.iter().map(|r| r[0].as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(r.rows[1], row("b", Status::Hang));
+        assert!(r.rewrite);
+        let notes = r.notes.join("\n");
+        assert!(notes.contains("cut a torn last line"), "{notes}");
+        assert!(
+            notes.contains("1 row(s) replaced by the journal's record"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("1 row(s) restored from the journal"),
+            "{notes}"
+        );
+    }
+
+    #[test]
+    fn rows_to_run_again_leave_and_a_clean_directory_is_not_rewritten() {
+        let body = line(&row("a", Status::Ok))
+            + &line(&row("b", Status::Hang))
+            + &line(&row("c", Status::Skipped));
+        let dir = run_dir(&body);
+        let r = read(dir.path(), OpKind::Gemm, &[]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!r.rewrite && r.notes.is_empty(), "{:?}", r.notes);
+        let r =
+            read(dir.path(), OpKind::Gemm, &[Status::Skipped]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.rows.len(), 2);
+        assert_eq!(r.retry, HashSet::from(["c".to_string()]));
+        assert!(r.rewrite);
+    }
+
+    #[test]
+    fn a_foreign_header_is_refused_with_nothing_changed() {
+        let dir = run_dir("");
+        let path = dir.path().join("results.csv");
+        std::fs::write(&path, "name,value\nx,1\n").unwrap_or_else(|e| panic!("{e}"));
+        let err = match read(dir.path(), OpKind::Gemm, &[]) {
+            Ok(_) => panic!("a foreign results.csv was accepted"),
+            Err(e) => e,
+        };
+        assert!(
+            err.contains("results.csv: line 1: the header is neither"),
+            "{err}"
+        );
+        assert!(err.ends_with("nothing was changed"), "{err}");
+        let after = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(after, "name,value\nx,1\n");
     }
 }
