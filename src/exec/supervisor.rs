@@ -380,7 +380,7 @@ fn with_tail(tail: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! A worker is any program that speaks the protocol: these are shell scripts, real
     //! processes that really hang, print garbage and die.
     use super::*;
@@ -388,7 +388,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
-    fn ready(protocol: u32) -> String {
+    pub(crate) fn ready(protocol: u32) -> String {
         encode(&Event::Ready {
             protocol,
             pid: 0,
@@ -401,12 +401,13 @@ mod tests {
         })
     }
 
-    fn phase(p: &str) -> String {
+    pub(crate) fn phase(p: &str) -> String {
         encode(&Event::Phase { phase: p.into() })
     }
 
-    /// A supervisor whose workers run `body` (after the handshake line `ready`).
-    fn supervisor(dir: &Path, ready: &str, body: &str) -> Supervisor {
+    /// A supervisor whose workers run `body` (after the handshake line `ready`), with a limit
+    /// of `run_s` seconds on the run phase.
+    pub(crate) fn supervisor(dir: &Path, ready: &str, body: &str, run_s: f64) -> Supervisor {
         let exe = dir.join("worker.sh");
         let text = format!("#!/bin/sh\necho '{ready}'\n{body}\n");
         std::fs::write(&exe, text).unwrap_or_else(|e| panic!("{e}"));
@@ -418,7 +419,7 @@ mod tests {
             ..WorkerSpec::default()
         };
         let limits = Limits {
-            run: 3.0,
+            run: run_s,
             grace: 0.2,
             ..Limits::default()
         };
@@ -453,7 +454,7 @@ mod tests {
     fn a_silent_worker_is_a_hang_in_its_phase_and_is_killed() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let body = format!("read req\necho '{}'\nexec sleep 600", phase("run"));
-        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), &body);
+        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), &body, 3.0);
         let mut seen = Vec::new();
         let out = run(&mut sup, &mut seen);
         assert_eq!(out.status, Status::Hang, "{out:?}");
@@ -485,7 +486,7 @@ mod tests {
             "read req\necho '{}'\necho 'not json'\nexit 3",
             phase("alloc")
         );
-        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), &body);
+        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), &body, 3.0);
         let out = run(&mut sup, &mut Vec::new());
         assert_eq!(out.status, Status::Crash, "{out:?}");
         assert_eq!(out.phase, "alloc");
@@ -500,7 +501,12 @@ mod tests {
     #[test]
     fn a_worker_of_another_protocol_is_refused_at_the_handshake() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION + 1), "exec sleep 600");
+        let mut sup = supervisor(
+            dir.path(),
+            &ready(PROTOCOL_VERSION + 1),
+            "exec sleep 600",
+            3.0,
+        );
         let err = match sup.start(env()) {
             Ok(info) => panic!("started: {info:?}"),
             Err(o) => o,
@@ -513,7 +519,7 @@ mod tests {
     #[test]
     fn a_worker_that_answers_is_kept_warm_for_its_env_combination() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), "exec sleep 600");
+        let mut sup = supervisor(dir.path(), &ready(PROTOCOL_VERSION), "exec sleep 600", 3.0);
         let info = sup.start(env()).unwrap_or_else(|o| panic!("{o:?}"));
         assert_eq!(info.devices, ["test device"]);
         assert!(sup.is_warm(env()));
