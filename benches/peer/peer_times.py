@@ -4,6 +4,8 @@ in the same device command.
 
 usage: peer_times.py RUN_DIR OUT.csv
        peer_times.py --cublaslt RUN_DIR OUT.csv   (the second GEMM pass, started by the first)
+       peer_times.py --pristine RUN_DIR OUT.csv   (the pristine pass: adds its columns to OUT.csv)
+       peer_times.py --pristine-one RUN_DIR KEY  (one shape of it, started by --pristine)
 
 Launch-free time (torch_ms, torch_lt_ms): rocsweep's protocol repeated sample for sample
 (`mirror`), so that both sides have the same K and the same duty cycle:
@@ -51,8 +53,21 @@ tf32, operands uniform in [-1, 1) as rocsweep's (src/op/inputs.rs), and are time
     src/backend/cuda/gemm.rs, one cublasLtMatmul per call with no per-call host work, timed
     with PyTorch's K (so that it and PyTorch differ only in the call).
     rep_chosen names that algorithm as rocsweep's `chosen` column does (id, tile, stages,
-    split-K); rep_kernels are the kernels it ran (torch.profiler), to set beside PyTorch's
-    kernels and rocsweep's `chosen`; rep_err is its largest difference from torch.matmul.
+    split-K), rep_config its whole configuration (split-K, reduction scheme, swizzle, custom
+    option, cluster shape) and workspace; rep_kernels are the kernels it ran (torch.profiler),
+    *_launches their grids and blocks, to set beside PyTorch's kernels and rocsweep's `chosen`;
+    rep_err is its largest difference from torch.matmul;
+  - the placement and timing-loop variants (VARIANTS; PEER_VARIANTS=0 leaves them out): PyTorch's
+    matmul and the replica on operands from the driver's default memory pool (cuMemAllocAsync,
+    in a rocsweep unit's order, as cudarc allocates them; *_pool) instead of PyTorch's caching
+    allocator, and each timed in rocsweep's own loop through the driver API (lt_ctypes.DriverUnit,
+    rocsweep's K; *_drv) instead of Mirror. torch_addrs and pool_addrs give the operands' places.
+--pristine (run after the two passes, from a parent that never initialises CUDA): each GEMM shape
+in a fresh process whose first device memory is the shape's workspace and operands, placed as a
+rocsweep unit places them (`pristine_one`); PyTorch's matmul and rocsweep's call on them, in both
+loops, and rocsweep's call with B moved to 6 other places (pristine_spread_ms).
+rocsweep's call and loop need no PyTorch: they live in lt_ctypes.py (lt_bare.py runs them in
+processes without it).
 Both passes record the kernels one call ran and the device timeline of one graph replay of K
 calls (torch.profiler, after all timing: device-busy time per call, device activities per call,
 mean gap between consecutive activities), and the workspace PyTorch allocated for a first small
@@ -61,7 +76,6 @@ matmul.
 import csv
 import ctypes
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -70,30 +84,33 @@ import time
 
 import torch
 
+from lt_ctypes import (IDLE_S, KEYS, LT_WORKSPACE_KIB, MAX_K, TARGET_MS, DriverUnit, _lt, _matmul_fn, _plan,
+                       driver, k_rule, median_trial, policy_of, rocsweep_lt0_k, sm_clock_mhz)
+
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-TARGET_MS = 0.2  # TARGET_SAMPLE_S in src/timing.rs: a launch-free sample lasts at least this long
-MAX_K = 64  # MAX_CALLS_PER_SAMPLE in src/timing.rs
-IDLE_S = 0.1  # idle before each unit, as rocsweep's unit setup leaves the device idle
-LT_WORKSPACE_KIB = 64 * 1024  # rocsweep's cuBLASLt workspace (src/backend/cuda/gemm.rs)
 LT_ENV = {"CUBLASLT_WORKSPACE_SIZE": str(LT_WORKSPACE_KIB),
           "CUBLAS_WORKSPACE_CONFIG": f":4096:{LT_WORKSPACE_KIB // 4096}"}
-# rocsweep's [timing] defaults for the sweeps these scripts run, where a manifest has none.
-POLICY = {"warmup": 2, "min_samples": 5, "max_samples": 30, "target_noise": 0.05, "max_time": 0.1,
-          "trials": 3}
 PASS_FIELDS = ["ms", "trial_ms", "k", "probe_ms", "samples", "clock_mhz", "call_ms", "old_ms",
                "idle_ms", "old_k", "old_clock_mhz", "blas", "kernels", "busy_us", "acts_per_call",
                "gap_us"]
-LT_ONLY = ["torch_lt_kr", "torch_lt_kr_ms", "torch_lt_kr_trial_ms", "rep_ms", "rep_trial_ms",
-           "rep_k", "rep_clock_mhz", "rep_chosen", "rep_kernels", "rep_err", "rep_lib"]
+# The placement and timer variants of the cuBLASLt pass (see the module docs): the call (PyTorch's
+# matmul or rocsweep's replica), where its operands live (PyTorch's caching allocator or the
+# driver's default memory pool, as rocsweep's), and whose timing loop (peer_times' Mirror or
+# rocsweep's own through the driver API, `DriverUnit`).
+VARIANTS = ["torch_lt_pool", "rep_pool", "rep_drv", "rep_drv_pool", "torch_lt_drv", "torch_lt_drv_pool"]
+LT_ONLY = (["torch_lt_kr", "torch_lt_kr_ms", "torch_lt_kr_trial_ms", "rep_ms", "rep_trial_ms",
+            "rep_k", "rep_clock_mhz", "rep_chosen", "rep_kernels", "rep_err", "rep_lib"]
+           + [f"{v}_{f}" for v in VARIANTS for f in ("ms", "trial_ms", "clock_mhz")]
+           + ["drv_k", "rep_config", "rep_pool_err", "torch_lt_pool_err", "rep_pool_kernels",
+              "torch_lt_launches", "rep_launches", "rep_pool_launches", "torch_addrs", "pool_addrs"])
+# The pristine pass (`pristine_one`): one fresh process per GEMM shape whose first device memory is
+# the shape's workspace and operands, from the driver's default pool in a rocsweep unit's order.
+PRISTINE = ["rep_pristine", "torch_lt_pristine", "torch_lt_pristine_drv", "rep_pristine_mirror"]
+PRISTINE_ONLY = ([f"{v}_{f}" for v in PRISTINE for f in ("ms", "trial_ms", "clock_mhz")]
+                 + ["pristine_k", "pristine_drv_k", "pristine_addrs", "pristine_same_output",
+                    "pristine_spread_ms", "pristine_spread_addrs"])
 FIELDS = (["op", "key"] + [f"torch_{f}" for f in PASS_FIELDS] + [f"torch_lt_{f}" for f in PASS_FIELDS]
-          + LT_ONLY)
-
-
-def k_rule(t_ms):
-    """rocsweep's calls_per_sample (src/timing.rs) for a time per call in ms."""
-    if not (t_ms > 0 and math.isfinite(t_ms)):
-        return MAX_K
-    return max(1, min(MAX_K, math.ceil(TARGET_MS / t_ms)))
+          + LT_ONLY + PRISTINE_ONLY)
 
 
 def per_call_ms(fn, reps=30):
@@ -147,21 +164,6 @@ def graph_ms(fn, calls, reps=20):
         queued.append(ev[0].elapsed_time(ev[1]) / calls)
         idle.append(ev[2].elapsed_time(ev[3]) / calls)
     return statistics.median(queued), statistics.median(idle)
-
-
-_NVML = []
-
-
-def sm_clock_mhz():
-    """The SM clock now (NVML), or None where NVML cannot be read."""
-    try:
-        import pynvml
-        if not _NVML:
-            pynvml.nvmlInit()
-            _NVML.append(pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device()))
-        return pynvml.nvmlDeviceGetClockInfo(_NVML[0], pynvml.NVML_CLOCK_SM)
-    except Exception:
-        return None
 
 
 def probe_k(fn):
@@ -256,12 +258,6 @@ class Mirror:
         return statistics.median(dev), statistics.median(calls), len(dev), (min(clocks) if clocks else None)
 
 
-def median_trial(trials):
-    """The median trial (the lower one of an even count) by its median time, as rocsweep's row."""
-    order = sorted(trials, key=lambda t: t[0])
-    return order[(len(order) - 1) // 2]
-
-
 def timeline(fn, calls):
     """The device activities (kernels, memsets, copies) of one replay of a graph of `calls`
     calls, from torch.profiler's trace: (busy us per call, activities per call, mean gap in us
@@ -323,131 +319,73 @@ def gemm_fn(r, ops=None):
 
 # --- rocsweep's cuBLASLt call from Python (src/backend/cuda/gemm.rs), for the fidelity pass ---
 
-class _Heur(ctypes.Structure):
-    _fields_ = [("algo", ctypes.c_uint64 * 8), ("workspaceSize", ctypes.c_size_t),
-                ("state", ctypes.c_int), ("wavesCount", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
-
-
-_LT = {}
-_CUDA_DT = {"f32": 0, "f16": 2, "bf16": 14}
-_VP = ctypes.c_void_p
-
-
-def _lt(path=None):
-    """(library, handle, path and version): the cuBLASLt PyTorch loaded (or the one at `path`,
-    a second copy in the process where it is another file), and a handle of our own."""
-    if path not in _LT:
-        paths = [path] if path else sorted({line.split()[-1] for line in open("/proc/self/maps")
-                                            if "libcublasLt" in line and ".so" in line})
-        if not paths:
-            raise RuntimeError("no libcublasLt loaded")
-        lib = ctypes.CDLL(paths[0])
-        sigs = {
-            "cublasLtCreate": [ctypes.POINTER(_VP)],
-            "cublasLtMatmulDescCreate": [ctypes.POINTER(_VP), ctypes.c_int, ctypes.c_int],
-            "cublasLtMatmulDescSetAttribute": [_VP, ctypes.c_int, _VP, ctypes.c_size_t],
-            "cublasLtMatrixLayoutCreate": [ctypes.POINTER(_VP), ctypes.c_int, ctypes.c_uint64,
-                                           ctypes.c_uint64, ctypes.c_int64],
-            "cublasLtMatmulPreferenceCreate": [ctypes.POINTER(_VP)],
-            "cublasLtMatmulPreferenceSetAttribute": [_VP, ctypes.c_int, _VP, ctypes.c_size_t],
-            "cublasLtMatmulAlgoGetHeuristic": [_VP, _VP, _VP, _VP, _VP, _VP, _VP, ctypes.c_int,
-                                               ctypes.POINTER(_Heur), ctypes.POINTER(ctypes.c_int)],
-            "cublasLtMatmulAlgoConfigGetAttribute": [_VP, ctypes.c_int, _VP, ctypes.c_size_t,
-                                                     ctypes.POINTER(ctypes.c_size_t)],
-            "cublasLtMatmul": [_VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP,
-                               ctypes.c_size_t, _VP],
-        }
-        for name, args in sigs.items():
-            f = getattr(lib, name)
-            f.argtypes = args
-            f.restype = ctypes.c_int
-        h = _VP()
-        _check(lib.cublasLtCreate(ctypes.byref(h)), "cublasLtCreate")
-        v = lib.cublasLtGetVersion
-        v.restype = ctypes.c_size_t
-        n = v()
-        _LT[path] = (lib, h, f"{os.path.realpath(paths[0])} ({n // 10000}.{n // 100 % 100}.{n % 100})")
-    return _LT[path]
-
-
-def _check(rc, what):
-    if rc != 0:
-        raise RuntimeError(f"{what}: cublasStatus {rc}")
-
-
-def _algo_attr(lib, h, attr):
-    v, w = ctypes.c_int32(-1), ctypes.c_size_t(0)
-    lib.cublasLtMatmulAlgoConfigGetAttribute(ctypes.addressof(h.algo), attr, ctypes.addressof(v), 4,
-                                             ctypes.byref(w))
-    return v.value
-
-
 def replica(r, ops, lib_path=None):
     """(fn, chosen, keep): one cublasLtMatmul as rocsweep's GemmCall makes it (row-major C = A B
     as the column-major C^T = B^T A^T, no transposes, first heuristic algorithm with a 64 MiB
-    workspace preference, workspace of the algorithm's size, beta = 0, D = C), on `ops`."""
-    lib, handle, _ = _lt(lib_path)
+    workspace preference, workspace of the algorithm's size, beta = 0, D = C), on `ops` (tensors
+    of PyTorch's caching allocator); the workspace from PyTorch's allocator too."""
+    lib, handle, plan = _plan(r, lib_path)
     a, b, c = ops
-    m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
-    if r["compute"] == "tf32":
-        compute, scale = 77, 0
-    elif r["compute"] == "f16":
-        compute, scale = 64, 2
-    else:
-        compute, scale = 68, 0
-    desc = _VP()
-    _check(lib.cublasLtMatmulDescCreate(ctypes.byref(desc), compute, scale), "MatmulDescCreate")
-    op_n = ctypes.c_int32(0)
-    for attr in (3, 4):  # TRANSA, TRANSB
-        _check(lib.cublasLtMatmulDescSetAttribute(desc, attr, ctypes.addressof(op_n), 4), "TRANS")
-
-    def layout(dt, rows, cols):
-        lay = _VP()
-        _check(lib.cublasLtMatrixLayoutCreate(ctypes.byref(lay), _CUDA_DT[dt], rows, cols, rows),
-               "MatrixLayoutCreate")
-        return lay
-    la, lb, lc = layout(r["dtype"], n, k), layout(r["dtype"], k, m), layout(r["out_dtype"], n, m)
-    pref = _VP()
-    _check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
-    ws = ctypes.c_uint64(LT_WORKSPACE_KIB * 1024)
-    _check(lib.cublasLtMatmulPreferenceSetAttribute(pref, 1, ctypes.addressof(ws), 8), "MAX_WORKSPACE_BYTES")
-    res, got = (_Heur * 32)(), ctypes.c_int(0)
-    _check(lib.cublasLtMatmulAlgoGetHeuristic(handle, desc, la, lb, lc, lc, pref, 32, res, ctypes.byref(got)),
-           "AlgoGetHeuristic")
-    ok = [res[i] for i in range(min(got.value, 32)) if res[i].state == 0]
-    if not ok:
-        raise RuntimeError("the heuristic returned no algorithm")
-    h = _Heur()
-    ctypes.pointer(h)[0] = ok[0]
-    chosen = (f"cublasLt algo={_algo_attr(lib, h, 0)} tile={_algo_attr(lib, h, 1)} "
-              f"stages={_algo_attr(lib, h, 6)} splitk={_algo_attr(lib, h, 2)}")
-    size = int(h.workspaceSize)
+    size = plan["size"]
     wbuf = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
     wptr = wbuf.data_ptr() if size else None
-    if compute == 64:
-        alpha, beta = ctypes.c_uint16(0x3C00), ctypes.c_uint16(0)
-    else:
-        alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
-    pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
-    al, be, algo = ctypes.addressof(alpha), ctypes.addressof(beta), ctypes.addressof(h.algo)
-    mm = lib.cublasLtMatmul
-
-    def fn():
-        rc = mm(handle, desc, al, pb, la, pa, lb, be, pc, lc, pc, lc, algo, wptr, size,
-                torch.cuda.current_stream().cuda_stream)
-        if rc != 0:
-            raise RuntimeError(f"cublasLtMatmul: cublasStatus {rc}")
+    fn = _matmul_fn(lib, handle, plan, a.data_ptr(), b.data_ptr(), c.data_ptr(), wptr)
     # `fn` holds raw addresses only: `keep` holds the operands too (torch.cuda.graph empties the
     # allocator's cache, so freed operands would be unmapped: an illegal address).
-    keep = (desc, la, lb, lc, pref, res, h, wbuf, alpha, beta, ops)
-    return fn, chosen, keep
+    keep = (plan, wbuf, ops)
+    return fn, plan["chosen"], keep
 
 
-KEYS = {
-    "conv2d": ["direction", "n", "c_in", "c_out", "h", "w", "kernel", "pad", "stride", "dilation",
-               "groups", "layout", "dtype"],
-    "gemm": ["m", "n", "k", "trans_a", "trans_b", "batch", "dtype", "out_dtype", "compute"],
-}
+class _CAI:
+    """A raw device allocation shown to torch.as_tensor (no copy, no ownership)."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                         "strides": None, "version": 3}
+
+
+def pool_operands(r, src, plan_size):
+    """(workspace address or None, (a, b, c) as torch views) of memory from the driver's default pool,
+    allocated in the order a rocsweep unit allocates (src/backend/cuda/gemm.rs `prepare`: the
+    algorithm's workspace, zeroed, in GemmCall::new; then A and B uploaded; then C zeroed), holding
+    the bits of `src` (the operands PyTorch's allocator holds), so that both sides compute on the
+    same values."""
+    d = driver()
+    ws = d.alloc(plan_size, zero=True) if plan_size else None
+    views = []
+    for t, zero in ((src[0], False), (src[1], False), (src[2], True)):
+        nbytes = t.numel() * t.element_size()
+        p = d.alloc(nbytes, zero=zero)
+        v = torch.as_tensor(_CAI(p, nbytes), device="cuda").view(t.dtype).view(t.shape)
+        views.append(v)
+    d.sync()
+    views[0].copy_(src[0])
+    views[1].copy_(src[1])
+    torch.cuda.synchronize()
+    return ws, tuple(views)
+
+
+def pool_replica(r, src, lib_path=None):
+    """(fn, chosen, keep, views): rocsweep's call (as `replica`) on operands and workspace from the
+    driver's default memory pool (`pool_operands`); `views` are the same operands as tensors, for
+    PyTorch's matmul on them."""
+    lib, handle, plan = _plan(r, lib_path)
+    ws, views = pool_operands(r, src, plan["size"])
+    a, b, c = views
+    fn = _matmul_fn(lib, handle, plan, a.data_ptr(), b.data_ptr(), c.data_ptr(), ws)
+    return fn, plan["chosen"], (plan, views, ws), views
+
+
+def on_stream(fn):
+    """fn() made callable on a raw stream: f(stream) runs it with that stream as PyTorch's current."""
+    cache = {}
+
+    def f(stream):
+        if stream not in cache:
+            cache[stream] = torch.cuda.ExternalStream(stream)
+        with torch.cuda.stream(cache[stream]):
+            fn()
+    return f
 
 
 def blas_name():
@@ -510,6 +448,37 @@ def kernels(fn):
         return f"? ({type(e).__name__})"
 
 
+def launches(fn):
+    """The kernels one call runs with their launch configuration, from torch.profiler's trace:
+    `name<<<grid, block>>>` (names cut at their template arguments), joined by ' + '."""
+    import tempfile
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            prof.export_chrome_trace(f.name)
+            trace = json.load(open(f.name))
+        out = []
+        for e in sorted((e for e in trace.get("traceEvents", []) if e.get("ph") == "X" and
+                         e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")), key=lambda e: float(e["ts"])):
+            a = e.get("args", {})
+            name = e["name"].split("<")[0].split("(")[0].removeprefix("void ")
+            dims = lambda v: "x".join(str(x) for x in v) if isinstance(v, list) else str(v)
+            out.append(f"{name}<<<{dims(a.get('grid', '?'))},{dims(a.get('block', '?'))}>>>"
+                       f"(smem={a.get('shared memory', '?')},regs={a.get('registers per thread', '?')})")
+        return " + ".join(out) or "none seen"
+    except Exception as e:  # the table does without launch configurations, never without times
+        return f"? ({type(e).__name__})"
+
+
+def addrs(names, ptrs):
+    """Addresses as text, with each one's offset in its 2 MiB page."""
+    return " ".join(f"{n}={p:#x}(+{p % (2 << 20):#x})" for n, p in zip(names, ptrs) if p)
+
+
 def write(out, result):
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
@@ -543,26 +512,133 @@ def cublaslt_pass(run_dir, out, result):
     os.remove(tmp)
 
 
-def policy_of(run_dir):
-    try:
-        t = json.load(open(f"{run_dir}/manifest.json"))["policies"]["timing"]
-    except (OSError, KeyError, ValueError):
-        t = {}
-    return {k: t.get(k, v) for k, v in POLICY.items()}
+def pristine_operands(r):
+    """(lib, handle, plan, workspace address, (a, b, c)): a rocsweep unit's allocations for `r`, to be
+    made before any other device memory of the process: cuBLASLt's handle and heuristic
+    (GemmCall::new), the workspace (zeroed), A and B (uploaded from the host, drawn as
+    gemm_operands draws them) and C (zeroed), from the driver's default pool."""
+    d = driver()
+    lib, handle, plan = _plan(r)
+    dt, odt = DT[r["dtype"]], DT[r["out_dtype"]]
+    m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+    ha = (torch.rand(m, k, dtype=torch.float32) * 2 - 1).to(dt)
+    hb = (torch.rand(k, n, dtype=torch.float32) * 2 - 1).to(dt)
+    ws = d.alloc(plan["size"], zero=True) if plan["size"] else None
+    views = []
+    for shape, dtype, host in (((m, k), dt, ha), ((k, n), dt, hb), ((m, n), odt, None)):
+        nbytes = shape[0] * shape[1] * torch.empty(0, dtype=dtype).element_size()
+        p = d.alloc(nbytes, zero=host is None)
+        views.append(torch.as_tensor(_CAI(p, nbytes), device="cuda").view(dtype).view(shape))
+    d.sync()
+    views[0].copy_(ha)
+    views[1].copy_(hb)
+    torch.cuda.synchronize()
+    return lib, handle, plan, ws, tuple(views)
 
 
-def rocsweep_lt0_k(run_dir):
-    """rocsweep's K for its lt#0 unit per GEMM key: its rule applied to the unit's call_median_ms
-    (each of its samples takes K from that sample's own call; the median call gives the usual K)."""
-    out = {}
-    for r in csv.DictReader(open(f"{run_dir}/results.csv")):
-        if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r.get("call_median_ms"):
-            out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = k_rule(float(r["call_median_ms"]))
-    return out
+def pristine_one(run_dir, key):
+    """One GEMM shape in a process of its own, its operands placed as a rocsweep unit places them:
+    cuBLASLt's handle and heuristic first (GemmCall::new), then the workspace (zeroed), A and B
+    (uploaded from the host) and C (zeroed) from the driver's default memory pool, before any other
+    device memory of the process (PyTorch's BLAS workspaces come after, at its first matmul). Times,
+    in 3 trials: rocsweep's call in rocsweep's loop (`rep_pristine`, K = rocsweep's K for its unit),
+    PyTorch's matmul on cuBLASLt on the same operands in peer_times' loop (`torch_lt_pristine`,
+    PyTorch's K) and in rocsweep's loop (`torch_lt_pristine_drv`), rocsweep's call in peer_times'
+    loop (`rep_pristine_mirror`); then rocsweep's call with B copied to 6 other places (alternately
+    PyTorch's caching allocator and the pool), one unit each in rocsweep's loop
+    (`pristine_spread_ms`): how far the placement of B alone moves the time. Prints one line,
+    `PRISTINE <json>`."""
+    torch.backends.cuda.preferred_blas_library("cublaslt")
+    r = next(r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
+             if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and
+             ";".join(f"{c}={r[c]}" for c in KEYS["gemm"]) == key)
+    policy = policy_of(run_dir)
+    kr = rocsweep_lt0_k(run_dir).get(key)
+    d = driver()
+    lib, handle, plan, ws, (a, b, c) = pristine_operands(r)
+    dt = DT[r["dtype"]]
+    k, n = int(r["k"]), int(r["n"])
+    rep = _matmul_fn(lib, handle, plan, a.data_ptr(), b.data_ptr(), c.data_ptr(), ws)
+    addrs_text = addrs(("a", "b", "c", "ws"), [a.data_ptr(), b.data_ptr(), c.data_ptr(), ws or 0])
+    mirror, dunit = Mirror(policy), DriverUnit(policy)
+    torch.backends.cuda.matmul.allow_tf32 = r["compute"] == "tf32"
+    tfn = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+    with torch.no_grad():
+        mirror.prime(tfn)  # PyTorch's BLAS workspaces: allocated now, after the operands
+        mirror.prime(rep)
+        _, kt = probe_k(tfn)
+        dk = kr or kt
+        t = {v: [] for v in PRISTINE}
+        for _ in range(int(policy["trials"])):
+            t["rep_pristine"].append(dunit.unit(rep, dk))
+            t["torch_lt_pristine"].append(mirror.unit(tfn, kt))
+            t["torch_lt_pristine_drv"].append(dunit.unit(on_stream(tfn), dk))
+            t["rep_pristine_mirror"].append(mirror.unit(rep, kt))
+        rep()
+        torch.cuda.synchronize()
+        out_rep = c.clone()
+        tfn()
+        torch.cuda.synchronize()
+        same = bool(torch.equal(out_rep, c))
+        spread, spread_at, kept = [], [], []
+        for i in range(6):
+            if i % 2 == 0:
+                bb = torch.empty(k, n, device="cuda", dtype=dt)
+            else:
+                nbytes = k * n * bb.element_size()
+                bb = torch.as_tensor(_CAI(d.alloc(nbytes), nbytes), device="cuda").view(dt).view(k, n)
+                d.sync()
+            bb.copy_(b)
+            torch.cuda.synchronize()
+            kept.append(bb)
+            f = _matmul_fn(lib, handle, plan, a.data_ptr(), bb.data_ptr(), c.data_ptr(), ws)
+            f()
+            spread.append(dunit.unit(f, dk)[0])
+            spread_at.append(f"{'torch' if i % 2 == 0 else 'pool'}:{bb.data_ptr():#x}")
+    x = {"key": key, "pristine_k": kt, "pristine_drv_k": dk, "pristine_addrs": addrs_text,
+         "pristine_same_output": "yes" if same else "no",
+         "pristine_spread_ms": ";".join(f"{v:.6f}" for v in spread), "pristine_spread_addrs": " ".join(spread_at)}
+    for v, ts in t.items():
+        mt = median_trial(ts)
+        x.update({f"{v}_ms": f"{mt[0]:.6f}", f"{v}_trial_ms": ";".join(f"{q[0]:.6f}" for q in ts),
+                  f"{v}_clock_mhz": mt[3] or ""})
+    print("PRISTINE", json.dumps(x), flush=True)
+
+
+def pristine_pass(run_dir, result):
+    """Runs `pristine_one` for every GEMM shape of `result` (TORCH.csv's rows) in a child process of
+    its own (with rocsweep's cuBLASLt workspace settings, LT_ENV) and adds its columns."""
+    keys = [r["key"] for r in result if r.get("op") == "gemm"]
+    env = dict(os.environ, **LT_ENV)
+    for key in keys:
+        sys.stdout.flush()
+        try:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--pristine-one", run_dir, key],
+                               env=env, timeout=120, capture_output=True, text=True)
+        except subprocess.TimeoutExpired:
+            print("pristine pass timed out", key, flush=True)
+            continue
+        line = next((x for x in p.stdout.splitlines() if x.startswith("PRISTINE ")), None)
+        print(f"pristine pass {key}: exit {p.returncode}", (line or p.stderr[-2000:]), flush=True)
+        if line:
+            x = json.loads(line[len("PRISTINE "):])
+            for row in result:
+                if row.get("key") == key:
+                    row.update({f: x[f] for f in PRISTINE_ONLY if f in x})
 
 
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--pristine-one"]:
+        pristine_one(args[1], args[2])
+        return
+    if args[:1] == ["--pristine"]:
+        # a pass of its own, after the others, from a parent that holds no device memory (it never
+        # initialises CUDA): adds the pristine columns to TORCH.csv
+        result = list(csv.DictReader(open(args[2])))
+        pristine_pass(args[1], result)
+        write(args[2], result)
+        return
     lt = args[:1] == ["--cublaslt"]
     if lt:
         args = args[1:]
@@ -597,6 +673,8 @@ def main():
               f"{kept / 2**20:.1f} MiB kept (PyTorch's BLAS workspaces)", flush=True)
     kr = rocsweep_lt0_k(run_dir) if lt else {}
     mirror = Mirror(policy)
+    variants = lt and os.environ.get("PEER_VARIANTS", "1") != "0"
+    dunit = DriverUnit(policy) if variants else None
     # Every shape's callables, each primed and its K probed, before any timing.
     shapes = []
     for r, key in todo:
@@ -624,7 +702,27 @@ def main():
                 err = ((ops[2].float() - ref.float()).abs().max() / ref.float().abs().max().clamp_min(1e-30)).item()
                 s.update(rep=rep, rep_keep=keep, rep_k=rk)
                 s["x"].update(rep_chosen=chosen, rep_k=rk, rep_err=f"{err:.3e}", rep_lib=_lt()[2],
-                              torch_lt_kr=s["kr"] or "")
+                              torch_lt_kr=s["kr"] or "", rep_config=rep.plan["config"],
+                              torch_addrs=addrs(("a", "b", "c", "ws"), [t.data_ptr() for t in ops]
+                                                + [keep[1].data_ptr() if rep.plan["size"] else 0]))
+                if variants:
+                    prep, _, pkeep, views = pool_replica(r, ops)
+                    tpool = gemm_fn(r, views)
+                    mirror.prime(prep)
+                    mirror.prime(tpool)
+                    errs = []
+                    for f in (prep, tpool):
+                        views[2].zero_()
+                        torch.cuda.synchronize()
+                        f()
+                        torch.cuda.synchronize()
+                        errs.append(((views[2].float() - ref.float()).abs().max()
+                                     / ref.float().abs().max().clamp_min(1e-30)).item())
+                    s.update(rep_pool=prep, pool_keep=pkeep, torch_lt_pool=tpool, drv_k=s["kr"] or rk)
+                    s["x"].update(rep_pool_err=f"{errs[0]:.3e}", torch_lt_pool_err=f"{errs[1]:.3e}",
+                                  drv_k=s["drv_k"],
+                                  pool_addrs=addrs(("a", "b", "c", "ws"), [t.data_ptr() for t in views]
+                                                   + [pkeep[2] or 0]))
             except Exception as e:  # the table does without the replica, never without PyTorch
                 print(pass_name, "replica failed", key, type(e).__name__, e, flush=True)
         print(pass_name, "probe", key, f"device {probe:.6f} ms/call, K {k}",
@@ -641,9 +739,24 @@ def main():
                     s.setdefault("t_kr", []).append(mirror.unit(s["fn"], s["kr"]))
                 if s.get("rep"):
                     s.setdefault("t_rep", []).append(mirror.unit(s["rep"], s["rep_k"]))
+                if s.get("rep_pool"):
+                    # PyTorch's K in Mirror (as rep), rocsweep's K in rocsweep's loop (DriverUnit)
+                    dk = s["drv_k"]
+                    runs = {"torch_lt_pool": lambda: mirror.unit(s["torch_lt_pool"], s["k"]),
+                            "rep_pool": lambda: mirror.unit(s["rep_pool"], s["rep_k"]),
+                            "rep_drv": lambda: dunit.unit(s["rep"], dk),
+                            "rep_drv_pool": lambda: dunit.unit(s["rep_pool"], dk),
+                            "torch_lt_drv": lambda: dunit.unit(on_stream(s["fn"]), dk),
+                            "torch_lt_drv_pool": lambda: dunit.unit(on_stream(s["torch_lt_pool"]), dk)}
+                    for v in VARIANTS:
+                        try:
+                            s.setdefault(f"t_{v}", []).append(runs[v]())
+                        except Exception as e:  # one variant lost, never the pass
+                            print(pass_name, v, "failed", s["key"], type(e).__name__, e, flush=True)
             print(pass_name, f"trial {t + 1}/{trials}", s["key"], "ms", f"{s['t'][-1][0]:.6f}",
                   "kr_ms", f"{s['t_kr'][-1][0]:.6f}" if s.get("t_kr") else "-",
                   "rep_ms", f"{s['t_rep'][-1][0]:.6f}" if s.get("t_rep") else "-",
+                  " ".join(f"{v} {s[f't_{v}'][-1][0]:.6f}" for v in VARIANTS if s.get(f"t_{v}")),
                   "clock", s["t"][-1][3], flush=True)
     result = []
     for s in shapes:
@@ -658,6 +771,11 @@ def main():
             m = median_trial(s["t_rep"])
             x.update(rep_ms=f"{m[0]:.6f}", rep_trial_ms=";".join(f"{t[0]:.6f}" for t in s["t_rep"]),
                      rep_clock_mhz=m[3] or "")
+        for v in VARIANTS:
+            if s.get(f"t_{v}"):
+                m = median_trial(s[f"t_{v}"])
+                x.update({f"{v}_ms": f"{m[0]:.6f}", f"{v}_trial_ms": ";".join(f"{t[0]:.6f}" for t in s[f"t_{v}"]),
+                          f"{v}_clock_mhz": m[3] or ""})
         result.append(x)
     write(out, result)
     # The earlier protocol, for comparison with earlier tables.
@@ -680,6 +798,11 @@ def main():
             x["torch_busy_us"], x["torch_acts_per_call"], x["torch_gap_us"] = timeline(s["fn"], s["k"])
             if s.get("rep"):
                 x["rep_kernels"] = kernels(s["rep"])
+                x["torch_lt_launches"] = launches(s["fn"])
+                x["rep_launches"] = launches(s["rep"])
+            if s.get("rep_pool"):
+                x["rep_pool_kernels"] = kernels(s["rep_pool"])
+                x["rep_pool_launches"] = launches(s["rep_pool"])
         print(pass_name, "kernels", s["key"], x["torch_kernels"], flush=True)
         if s.get("rep"):
             print(pass_name, "replica kernels", s["key"], x["rep_kernels"], "same" if

@@ -14,8 +14,10 @@ The fidelity check (same algorithm) compares rocsweep's lt#0 with PyTorch's matm
 with rocsweep's workspace (torch_lt_ms), and shows beside it PyTorch on cuBLASLt with rocsweep's
 K (torch_lt_kr_ms), rocsweep's own cublasLtMatmul call made from Python and timed by
 peer_times.py (rep_ms), and the earlier protocol (torch_lt_old_ms); where a TORCH.csv has no
-torch_lt_ms it falls back to torch_ms and says so. Older TORCH.csv files (without the new
-columns) still read.
+torch_lt_ms it falls back to torch_ms and says so. Where TORCH.csv has them, two more tables:
+the placement and timing-loop variants of the cuBLASLt pass, and the pristine pass (operands
+placed as rocsweep places them), each against rocsweep's lt#0. Older TORCH.csv files (without the
+new columns) still read.
 """
 import csv
 import math
@@ -275,6 +277,115 @@ def main():
         hit = sum(abs(m - 1) <= FIDELITY for m in moved_lt)
         print(f"- run to run (run 2 / run 1, lt#0): within 3% on {hit} of {len(moved_lt)} shapes; largest move "
               f"{worst * 100:.1f}%")
+    variants(pairs)
+    pristine(pairs)
+
+
+def pristine(pairs):
+    """The pristine pass (peer_times.pristine_one): each shape in a fresh process whose first device
+    memory is the shape's operands, from the driver's pool in a rocsweep unit's order."""
+    if not any(fnum(tr, "torch_lt_pristine_ms") is not None for _, _, tr in pairs):
+        return
+    print()
+    print("Operands placed as rocsweep places them (peer_times.py --pristine): one fresh process per shape, "
+          "whose first device memory is the shape's workspace, A, B and C from the CUDA driver's default pool "
+          "in a rocsweep unit's order (PyTorch's BLAS workspaces come after). Each / rocsweep lt#0: `rep` "
+          "rocsweep's call in rocsweep's loop (K = rocsweep's), `torch` PyTorch's matmul on cuBLASLt on the "
+          "same operands in peer_times' loop (PyTorch's K), `torch drv` the same in rocsweep's loop, "
+          "`rep mirror` rocsweep's call in peer_times' loop; `B moved` rocsweep's call in rocsweep's loop with "
+          "B copied to 6 other places in the same process (PyTorch's allocator and the pool alternately): "
+          "lowest to highest; `torch_lt` PyTorch in the cuBLASLt pass (its own memory), for comparison.")
+    print()
+    print("| shape | rocsweep lt#0 ms | rep | torch | torch drv | rep mirror | B moved: ratio range | torch_lt | "
+          "same output (rep, torch) | B address |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    cols = {c: [] for c in ("rep_pristine", "torch_lt_pristine", "torch_lt_pristine_drv", "rep_pristine_mirror")}
+    spreads = []
+    for k, r, tr in pairs:
+        t = float(r["median_ms"])
+        cells = []
+        for c in cols:
+            x = fnum(tr, f"{c}_ms")
+            cols[c].append(x / t if x is not None else None)
+            cells.append("-" if x is None else f"{x / t:.3f}")
+        sp = [float(v) / t for v in (tr.get("pristine_spread_ms") or "").split(";") if v]
+        if sp:
+            spreads.append((min(sp), max(sp)))
+        lt = fnum(tr, "torch_lt_ms")
+        b = next((w.split("=", 1)[1] for w in (tr.get("pristine_addrs") or "").split() if w.startswith("b=")), "?")
+        print(f"| {short_of(k)} | {t:.4f} | " + " | ".join(cells) + " | "
+              + (f"{min(sp):.3f} to {max(sp):.3f}" if sp else "-") + f" | {'-' if lt is None else f'{lt / t:.3f}'} | "
+              f"{tr.get('pristine_same_output') or '?'} | {b} |")
+    print()
+    print(within("same algorithm, operands placed as rocsweep's (PyTorch on cuBLASLt, pristine / rocsweep lt#0)",
+                 cols["torch_lt_pristine"]))
+    print(within("rocsweep's call and loop in a pristine Python process / rocsweep lt#0", cols["rep_pristine"]))
+    print(within("PyTorch on cuBLASLt, pristine, in rocsweep's loop / rocsweep lt#0", cols["torch_lt_pristine_drv"]))
+    print(within("rocsweep's call, pristine, in peer_times' loop / rocsweep lt#0", cols["rep_pristine_mirror"]))
+    if spreads:
+        widest = max(spreads, key=lambda x: x[1] - x[0])
+        print(f"- B moved (rocsweep's call and loop, 6 other places of B per shape): widest range {widest[0]:.3f} to "
+              f"{widest[1]:.3f} of rocsweep's time")
+
+
+VARIANT_NAMES = {
+    "torch_lt": "PyTorch's matmul, PyTorch's memory, peer_times' loop",
+    "rep": "replica, PyTorch's memory, peer_times' loop",
+    "torch_lt_pool": "PyTorch's matmul, pool memory, peer_times' loop",
+    "rep_pool": "replica, pool memory, peer_times' loop",
+    "rep_drv": "replica, PyTorch's memory, rocsweep's loop",
+    "rep_drv_pool": "replica, pool memory, rocsweep's loop",
+    "torch_lt_drv": "PyTorch's matmul, PyTorch's memory, rocsweep's loop",
+    "torch_lt_drv_pool": "PyTorch's matmul, pool memory, rocsweep's loop",
+}
+
+
+def variants(pairs):
+    """The cuBLASLt pass's placement and timer variants (peer_times.VARIANTS), each against
+    rocsweep's lt#0: which of operand placement (PyTorch's caching allocator or the driver's pool,
+    as rocsweep's) and timing loop (peer_times' Mirror or rocsweep's own through the driver API)
+    moves the ratio."""
+    names = list(VARIANT_NAMES)
+    if not any(fnum(tr, f"{v}_ms") is not None for _, _, tr in pairs for v in names[2:]):
+        return
+    print()
+    print("Placement and timing loop (cuBLASLt pass), each / rocsweep lt#0. `pool`: operands and workspace "
+          "from the CUDA driver's default memory pool (cuMemAllocAsync, in a rocsweep unit's order), as "
+          "rocsweep's cudarc allocates them, holding the same bits; else PyTorch's caching allocator. `drv`: "
+          "rocsweep's own timing loop through the driver API (a non-blocking stream of its own, thread-local "
+          "capture, K = rocsweep's K for its unit), else peer_times' Mirror (PyTorch's K). Names: "
+          + "; ".join(f"`{v}` {d}" for v, d in VARIANT_NAMES.items()) + ".")
+    print()
+    print("| shape | rocsweep lt#0 ms | " + " | ".join(names) + " | drv K | configuration (replica) | "
+          "B address (PyTorch's memory; pool) |")
+    print("|---|---|" + "---|" * len(names) + "---|---|---|")
+    cols = {v: [] for v in names}
+    for k, r, tr in pairs:
+        t = float(r["median_ms"])
+        cells = []
+        for v in names:
+            x = fnum(tr, f"{v}_ms")
+            cols[v].append(x / t if x is not None else None)
+            cells.append("-" if x is None else f"{x / t:.3f}")
+        b = lambda text: next((w.split("=", 1)[1] for w in (text or "").split() if w.startswith("b=")), "?")
+        print(f"| {short_of(k)} | {t:.4f} | " + " | ".join(cells) + f" | {tr.get('drv_k') or '-'} | "
+              f"{tr.get('rep_config') or '?'} | {b(tr.get('torch_addrs'))}; {b(tr.get('pool_addrs'))} |")
+    print()
+    for v in names:
+        if any(x is not None for x in cols[v]):
+            print(within(f"{v} ({VARIANT_NAMES[v]}) / rocsweep lt#0", cols[v]))
+    same = [(tr.get("rep_kernels"), tr.get("rep_pool_kernels"), tr.get("torch_lt_kernels")) for _, _, tr in pairs]
+    n = sum(1 for a, b, c in same if a and b and a == b == c)
+    print(f"- kernels by name: replica on pool memory = replica = PyTorch's cuBLASLt on {n} of {len(same)}")
+    for k, r, tr in pairs:
+        la, lb, lc = tr.get("torch_lt_launches"), tr.get("rep_launches"), tr.get("rep_pool_launches")
+        if la or lb or lc:
+            same_l = "all three the same" if la == lb == lc else f"replica {lb}; replica on pool memory {lc}"
+            print(f"- launches, {short_of(k)} (torch.profiler: kernel<<<grid,block>>>): PyTorch {la}; {same_l}")
+    errs = [fnum(tr, "rep_pool_err") for _, _, tr in pairs] + [fnum(tr, "torch_lt_pool_err") for _, _, tr in pairs]
+    errs = [e for e in errs if e is not None]
+    if errs:
+        print(f"- outputs on pool memory against torch.matmul on PyTorch's: largest relative difference {max(errs):.3e}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Is it Python, or PyTorch in the process, that makes rocsweep's own cuBLASLt call slower when it
+is timed from Python? rocsweep's call, allocations and timing loop (lt_ctypes.py) in a Python
+process that never imports PyTorch, then with PyTorch imported, then with PyTorch initialising
+CUDA, each against rocsweep's lt#0 of the same run.
+
+usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda]
+           Per lt#0 GEMM shape of RUN_DIR (no transposes, batch 1), one after the other in this
+           process, each as a rocsweep unit: cuBLASLt's handle and heuristic (LT_BARE_LIB, a path:
+           the system library rocsweep loads, also where PyTorch loaded its copy), the
+           workspace (zeroed), A and B (host bits uploaded), C (zeroed) from the driver's default
+           pool; then 3 trials of rocsweep's loop (lt_ctypes.DriverUnit) with rocsweep's K for its
+           lt#0 unit and with K = 64; then the unit's memory is freed, as a unit's is. Modes:
+           (none) PyTorch never imported, the driver API initialises CUDA as cudarc does;
+           (CUBLAS_WORKSPACE_CONFIG set: the mode is labelled +lt-env, for peer_times' LT_ENV);
+           --import-torch: `import torch` first, PyTorch never touches CUDA; --torch-cuda: PyTorch
+           initialises CUDA first (torch.cuda.init). Prints `BARE <json>` per shape.
+       lt_bare.py --table RUN_DIR LOG...
+           The logs' BARE lines against RUN_DIR's lt#0, as Markdown.
+"""
+import json
+import os
+import sys
+
+
+def table(run_dir, logs):
+    import csv
+    import statistics
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import lt_ctypes as lc
+    roc = {}
+    for r in csv.DictReader(open(f"{run_dir}/results.csv")):
+        if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r["median_ms"]:
+            roc[";".join(f"{c}={r[c]}" for c in lc.KEYS["gemm"])] = float(r["median_ms"])
+    rows = {}
+    modes = []
+    for p in logs:
+        for line in open(p):
+            if line.startswith("BARE "):
+                x = json.loads(line[5:])
+                if x["mode"] not in modes:
+                    modes.append(x["mode"])
+                rows.setdefault(x["key"], {})[x["mode"]] = x
+    print("| shape | rocsweep lt#0 ms | " + " | ".join(f"{m}: K = rocsweep's (K) | {m}: K = 64" for m in modes) + " |")
+    print("|---|---|" + "---|---|" * len(modes))
+    ratios = {m: [] for m in modes}
+    for key, by in sorted(rows.items()):
+        t = roc.get(key)
+        if not t:
+            continue
+        cells = []
+        for m in modes:
+            x = by.get(m)
+            if not x:
+                cells += ["-", "-"]
+                continue
+            a, b = float(x["ms"]) / t, float(x["ms64"]) / t
+            ratios[m].append(a)
+            cells += [f"{a:.3f} ({x['k']})", f"{b:.3f}"]
+        short = ";".join(p for p in key.split(";") if p.split("=")[0] in ("m", "n", "k", "dtype"))
+        print(f"| {short} | {t:.4f} | " + " | ".join(cells) + " |")
+    print()
+    for m in modes:
+        rs = ratios[m]
+        if rs:
+            worst = max(rs, key=lambda v: abs(v - 1))
+            print(f"- {m} / rocsweep lt#0 (rocsweep's K): within 3% on {sum(abs(v - 1) <= 0.03 for v in rs)} of "
+                  f"{len(rs)}; worst {worst:.3f}; median {statistics.median(rs):.3f}")
+
+
+def main():
+    if sys.argv[1:2] == ["--table"]:
+        table(sys.argv[2], sys.argv[3:])
+        return
+    run_dir = sys.argv[1]
+    mode = sys.argv[2] if len(sys.argv) > 2 else "bare"
+    if mode in ("--import-torch", "--torch-cuda"):
+        import torch
+        if mode == "--torch-cuda":
+            torch.cuda.init()
+            torch.cuda.synchronize()
+    import csv
+
+    import numpy as np
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import lt_ctypes as lc
+    d = lc.driver(torch_init=mode == "--torch-cuda")
+    policy = lc.policy_of(run_dir)
+    kr = lc.rocsweep_lt0_k(run_dir)
+    rows = [r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
+            if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r["trans_a"] == "false"
+            and r["trans_b"] == "false" and r["batch"] == "1"]
+    rng = np.random.default_rng(1)
+    # one library file in every mode (LT_BARE_LIB: the system copy rocsweep loads), loaded by path
+    lib_path = os.environ.get("LT_BARE_LIB") or None
+    label = mode.lstrip("-") + ("+lt-env" if os.environ.get("CUBLAS_WORKSPACE_CONFIG") else "")
+    unit = lc.DriverUnit(policy)
+
+    def host(rows_, cols, dt):
+        x = (rng.random(rows_ * cols, dtype=np.float32) * 2 - 1).astype(np.float32)
+        if dt == "f32":
+            return x
+        if dt == "f16":
+            return x.astype(np.float16)
+        u = x.view(np.uint32)  # bf16: round to nearest even, as rocsweep's f32 -> bf16
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+    size = {"f32": 4, "f16": 2, "bf16": 2}
+    for r in rows:
+        key = ";".join(f"{c}={r[c]}" for c in lc.KEYS["gemm"])
+        m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+        lib, handle, plan = lc._plan(r, lib_path)
+        ws = d.alloc(plan["size"], zero=True) if plan["size"] else None
+        pa = d.alloc(m * k * size[r["dtype"]])
+        ha = host(m, k, r["dtype"])
+        d.sync()
+        d.upload(pa, ha.ctypes.data, ha.nbytes)
+        pb = d.alloc(k * n * size[r["dtype"]])
+        hb = host(k, n, r["dtype"])
+        d.sync()
+        d.upload(pb, hb.ctypes.data, hb.nbytes)
+        pc = d.alloc(m * n * size[r["out_dtype"]], zero=True)
+        d.sync()
+        fn = lc._matmul_fn(lib, handle, plan, pa, pb, pc, ws)
+        kk = kr.get(key) or 1
+        t, t64 = [], []
+        for _ in range(int(policy["trials"])):
+            t.append(unit.unit(fn, kk))
+            t64.append(unit.unit(fn, 64))
+        a, b = lc.median_trial(t), lc.median_trial(t64)
+        print("BARE", json.dumps({"key": key, "mode": label, "k": kk, "ms": f"{a[0]:.6f}",
+                                  "trial_ms": ";".join(f"{x[0]:.6f}" for x in t), "ms64": f"{b[0]:.6f}",
+                                  "clock_mhz": a[3], "chosen": plan["chosen"], "rocsweep_chosen": r.get("chosen"),
+                                  "b": f"{pb:#x}", "lib": lc._lt(lib_path)[2]}), flush=True)
+        for p in list(d.held):  # the unit ends: its memory goes back to the pool, as a unit's does
+            d.ok(d.f["cuMemFreeAsync"](p, d.stream), "cuMemFreeAsync")
+        d.held.clear()
+        d.sync()
+
+
+if __name__ == "__main__":
+    main()
