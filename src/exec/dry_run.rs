@@ -1,6 +1,7 @@
 //! `run --dry-run`: the plan printed (one line per case, or a shard's own units), nothing run
 //! and nothing written.
 
+use super::events::Unit;
 use super::plan;
 use super::run::RunReport;
 use super::shard::Shard;
@@ -23,13 +24,13 @@ pub fn print(
             total += 1;
             if shard.contains(i as u64) {
                 taken += 1;
-                let text = crate::op::canonical_text(sweep.op, &case.values);
-                let env = if env_key.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{env_key}]")
+                let unit = Unit {
+                    id: &case.id,
+                    case: &case,
+                    solver: &case.solver,
+                    env_key: &env_key,
                 };
-                writeln!(w, "{} {text} solver={}{env}", case.id, case.solver).map_err(write_err)?;
+                writeln!(w, "{} {}", case.id, unit.describe()).map_err(write_err)?;
             }
         }
         writeln!(

@@ -169,6 +169,15 @@ enum State {
     Draining,
 }
 
+/// What becomes of a unit before any worker sees it.
+enum Before {
+    /// It has its row, or this trial is kept: nothing to do.
+    Done,
+    /// It gets this row without running (interrupted in an earlier session, device unhealthy).
+    Record(Box<Outcome>),
+    Run,
+}
+
 /// What to do after a plan entry.
 enum Flow {
     Continue,
@@ -324,31 +333,31 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         Ok(Flow::Continue)
     }
 
-    /// The outcome of a unit that is not run: None when it is to be run.
-    fn not_run(&self, sh: &Recorder, u: &UnitRef) -> Option<Option<Outcome>> {
+    /// What becomes of a unit before any worker sees it.
+    fn before(&self, sh: &Recorder, u: &UnitRef) -> Before {
         let id = u.unit.id;
         let kept = |v: &Vec<(u32, Outcome)>| v.iter().any(|(t, _)| *t == u.trial);
         if sh.has_row(id) || sh.trials.get(id).is_some_and(kept) {
-            return Some(None);
+            return Before::Done;
         }
         if let Some(phase) = sh.unfinished.get(id)
             && !self.p.retry_interrupted
         {
             let phase = if phase.is_empty() { "init" } else { phase };
-            return Some(Some(Outcome::failed(
+            return Before::Record(Box::new(Outcome::failed(
                 Status::Interrupted,
                 phase,
                 "started and never finished: the supervisor, its worker or the machine went down (rerun with --retry-interrupted)",
             )));
         }
         if self.state == State::Draining {
-            return Some(Some(Outcome::failed(
+            return Before::Record(Box::new(Outcome::failed(
                 Status::Skipped,
                 "",
                 "device-unhealthy",
             )));
         }
-        None
+        Before::Run
     }
 
     fn unit(&mut self, u: &UnitRef) -> std::io::Result<()> {
@@ -361,10 +370,10 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         let slot = self.slot.label.as_str();
         {
             let mut sh = lock(self.shared);
-            match self.not_run(&sh, u) {
-                Some(None) => return Ok(()),
-                Some(Some(out)) => return self.write(&mut sh, u, out),
-                None => {}
+            match self.before(&sh, u) {
+                Before::Done => return Ok(()),
+                Before::Record(out) => return self.write(&mut sh, u, *out),
+                Before::Run => {}
             }
             sh.emit(&Event::Started {
                 unit: u.unit,

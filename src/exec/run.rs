@@ -13,7 +13,6 @@ use crate::results::csv::{self as rcsv, ResultsWriter};
 use crate::results::manifest::{self, Manifest};
 use crate::results::rundir;
 use crate::results::summary::Summary;
-use crate::spec::policy::Policies;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
@@ -169,13 +168,12 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
             .map_err(|e| io(&s, "creating the per-combination cache directories", e))?;
     }
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
-    let policies = s.policies();
     let ended = execute(
         &s,
         opts,
         &mut slots,
         &recorder,
-        (&info.backend, &policies),
+        &info.backend,
         counted.cases,
     );
     for slot in &mut slots {
@@ -201,6 +199,7 @@ fn io(s: &Setup, what: &str, e: std::io::Error) -> CmdError {
 struct Target {
     work_dir: PathBuf,
     staging: Option<rundir::Staging>,
+    /// Held for the life of the run (released when the process ends, however it ends).
     lock: Option<File>,
 }
 
@@ -316,14 +315,15 @@ fn execute(
     opts: &RunOptions,
     slots: &mut [Slot],
     recorder: &Mutex<Recorder>,
-    (backend, policies): (&str, &Policies),
+    backend: &str,
     cases: u64,
 ) -> std::io::Result<(Option<Stop>, usize)> {
     let interrupts = interrupts();
+    let policies = s.policies();
     let params = pool::Params {
         combos: &s.combos,
         backend,
-        policies,
+        policies: &policies,
         retry_interrupted: opts.retry_interrupted,
         interrupts: &interrupts,
         trials: s.trials,
