@@ -44,7 +44,7 @@ fn compare_release_a_b_lists_the_new_hang_and_the_speed_changes() {
         .expect("the ok->hang unit is listed");
     assert_eq!(hang.unit_id, "09ed95f8e30236bb");
     assert!(hang.regressed());
-    assert!(md.contains("| ok->hang | 1 |"));
+    assert!(md.contains("| `ok->hang` | 1 |"));
     assert_eq!(compare::exit_code(&c, true), 3);
     assert_eq!(compare::exit_code(&c, false), 0);
     // The m=96 f32 unit took twice as long in B, but these fixtures were made before trials

@@ -3,6 +3,8 @@
 
 use super::compare::{Comparison, Outcome, RunInfo, Timing, UnitCmp, VERDICT_RULE, Verdict, short};
 use crate::error::CmdError;
+use crate::markup::markdown::{escape as md, table};
+use crate::markup::table::{Cell, Span, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -84,46 +86,20 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
 /// Rows listed in compare.md per section; compare.csv has them all.
 const MD_ROWS: usize = 40;
 
-/// Plain text in a cell (`markup::md`), `-` when there is none.
-fn cell(s: &str) -> String {
-    if s.is_empty() {
-        "-".into()
-    } else {
-        crate::markup::md(s)
-    }
-}
-
-/// Markdown already made from escaped parts, `-` when there is none.
-fn or_dash(s: String) -> String {
-    if s.is_empty() { "-".into() } else { s }
-}
-
-/// The first line of an error (CSV cells join lines with ` | `), cut to a table-friendly length;
-/// the run's own results.csv keeps the whole text.
-fn brief(err: &str) -> String {
-    let first = err.split(" | ").next().unwrap_or(err);
-    if first.chars().count() > 160 {
-        format!("{}...", first.chars().take(160).collect::<String>())
-    } else {
-        first.to_string()
-    }
-}
-
-/// The unit as Markdown: its id as code, the rest as escaped text.
-fn unit_label(u: &UnitCmp) -> String {
+/// The unit: its id as code, then its parameters, solver and env.
+fn unit_cell(u: &UnitCmp) -> Cell {
     let env = if u.env.is_empty() {
         String::new()
     } else {
         format!(" [{}]", u.env)
     };
-    format!(
-        "{} {}",
-        crate::markup::md_code(&u.unit_id),
-        crate::markup::md(&format!("{} solver={}{env}", u.params, u.solver))
-    )
+    Cell::Spans(vec![
+        Span::Code(u.unit_id.clone()),
+        Span::Text(format!(" {} solver={}{env}", u.params, u.solver)),
+    ])
 }
 
-fn status_cell(o: &Option<Outcome>) -> String {
+fn status_text(o: &Option<Outcome>) -> String {
     match o {
         None => "-".into(),
         Some(o) if o.phase.is_empty() => o.status.name().into(),
@@ -134,39 +110,49 @@ fn status_cell(o: &Option<Outcome>) -> String {
 /// compare.md. `plot` names the ratio plot when one was drawn.
 pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
     let mut s = String::new();
-    let t = c.tally();
-    let _ = writeln!(s, "# Compare: {} vs {}\n", c.a.label, c.b.label);
+    let _ = writeln!(s, "# Compare: {} vs {}\n", md(&c.a.label), md(&c.b.label));
     let _ = writeln!(s, "{}\n", c.headline());
     if let Some(why) = &c.sweep_mismatch {
         let _ = writeln!(
             s,
-            "**Compared with --force although the runs are of different sweeps**: {why}. Only units with the same id are matched.\n"
+            "**Compared with --force although the runs are of different sweeps**: {}. Only units with the same id are matched.\n",
+            md(why)
         );
     }
-    s.push_str("| | A | B |\n|---|---|---|\n");
-    type Fact = fn(&RunInfo) -> String;
-    let rows: [(&str, Fact); 7] = [
-        ("run", |r| crate::markup::md_code(&r.label)),
-        ("sweep", |r| {
-            cell(&format!("{} (sha256 {})", r.sweep, short(&r.sha256)))
-        }),
-        ("overrides", |r| cell(&r.overrides.join(" "))),
-        ("backend", |r| {
-            cell(&format!("{}: {}", r.backend, r.devices.join(", ")))
-        }),
-        ("started", |r| cell(&r.started_at)),
-        ("rocsweep", |r| cell(&r.rocsweep)),
-        ("units", |r| r.units.to_string()),
-    ];
-    for (name, f) in rows {
-        let _ = writeln!(
-            s,
-            "| {name} | {} | {} |",
-            or_dash(f(&c.a)),
-            or_dash(f(&c.b))
-        );
-    }
+    s.push_str(&table(&runs(c), MD_ROWS));
+    transitions(&mut s, c);
+    throughput(&mut s, c, plot);
+    s.push_str("\n## Per op and solver\n\n");
+    s.push_str(&table(&per_op_solver(c), MD_ROWS));
+    only_in_one(&mut s, c);
+    s
+}
 
+/// The two runs side by side.
+fn runs(c: &Comparison) -> Table {
+    let mut t = Table::facts(&["", "A", "B"]);
+    type Fact = fn(&RunInfo) -> Cell;
+    let facts: [(&str, Fact); 7] = [
+        ("run", |r| Cell::Code(r.label.clone())),
+        ("sweep", |r| {
+            Cell::or_dash(format!("{} (sha256 {})", r.sweep, short(&r.sha256)))
+        }),
+        ("overrides", |r| Cell::or_dash(r.overrides.join(" "))),
+        ("backend", |r| {
+            Cell::or_dash(format!("{}: {}", r.backend, r.devices.join(", ")))
+        }),
+        ("started", |r| Cell::or_dash(r.started_at.clone())),
+        ("rocsweep", |r| Cell::or_dash(r.rocsweep.clone())),
+        ("units", |r| Cell::num(r.units)),
+    ];
+    for (name, f) in facts {
+        t.fact(name, vec![f(&c.a), f(&c.b)]);
+    }
+    t
+}
+
+/// Matched units whose status changed: counted per transition, then listed.
+fn transitions(s: &mut String, c: &Comparison) {
     s.push_str("\n## Status transitions\n\n");
     let changed: Vec<&UnitCmp> = c
         .units
@@ -175,37 +161,44 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         .collect();
     if changed.is_empty() {
         s.push_str("No matched unit changed status.\n");
-    } else {
-        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-        for u in &changed {
-            *counts.entry(u.transition()).or_default() += 1;
-        }
-        s.push_str("| transition | units |\n|---|---|\n");
-        for (k, n) in &counts {
-            // Made of status names and `->`: nothing to escape.
-            let _ = writeln!(s, "| {k} | {n} |");
-        }
-        s.push_str("\n| unit | A | B | error in B |\n|---|---|---|---|\n");
-        for u in changed.iter().take(MD_ROWS) {
-            let err = u.b.as_ref().map(|o| o.error.as_str()).unwrap_or("");
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} |",
-                unit_label(u),
-                status_cell(&u.a),
-                status_cell(&u.b),
-                cell(&brief(err))
-            );
-        }
-        if changed.len() > MD_ROWS {
-            let _ = writeln!(
-                s,
-                "\n... and {} more in compare.csv.",
-                changed.len() - MD_ROWS
-            );
-        }
+        return;
     }
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for u in &changed {
+        *counts.entry(u.transition()).or_default() += 1;
+    }
+    let mut t = Table::new(&[("transition", false), ("units", true)]).rest_in("compare.csv");
+    for (k, n) in &counts {
+        t.push(vec![Cell::Code(k.clone()), Cell::num(n)]);
+    }
+    s.push_str(&table(&t, MD_ROWS));
+    let mut t = Table::new(&[
+        ("unit", false),
+        ("A", false),
+        ("B", false),
+        ("error in B", false),
+    ])
+    .rest_in("compare.csv");
+    for u in &changed {
+        let err = u.b.as_ref().map(|o| o.error.as_str()).unwrap_or("");
+        t.push(vec![
+            unit_cell(u),
+            Cell::Text(status_text(&u.a)),
+            Cell::Text(status_text(&u.b)),
+            if err.is_empty() {
+                Cell::or_dash("")
+            } else {
+                Cell::Error(err.to_string())
+            },
+        ]);
+    }
+    s.push('\n');
+    s.push_str(&table(&t, MD_ROWS));
+}
 
+/// The verdicts on B's speed over A's, the noise floors they rest on, and the most changed units.
+fn throughput(s: &mut String, c: &Comparison, plot: Option<&str>) {
+    let t = c.tally();
     s.push_str("\n## Throughput, B over A\n\n");
     let _ = writeln!(s, "{VERDICT_RULE}\n");
     let floor = |f: Option<f64>| {
@@ -219,10 +212,11 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         floor(c.floors.0),
         floor(c.floors.1)
     );
-    s.push_str("| verdict | units |\n|---|---|\n");
+    let mut verdicts = Table::new(&[("verdict", false), ("units", true)]);
     for v in Verdict::ALL {
-        let _ = writeln!(s, "| {} | {} |", v.name(), t.count(v));
+        verdicts.push(vec![Cell::text(v.name()), Cell::num(t.count(v))]);
     }
+    s.push_str(&table(&verdicts, MD_ROWS));
     if let Some(g) = t.geomean() {
         let how = if c.weighted {
             ", weighted by the model's calls per case (the sweep's `weight`)"
@@ -231,61 +225,84 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         };
         let _ = writeln!(s, "\nGeometric mean of the ratios{how}: {g:.3}.");
     }
+    let timed = ratios(c);
+    if !timed.is_empty() {
+        s.push('\n');
+        s.push_str(&table(&timed, MD_ROWS));
+    }
+    if let Some(p) = plot {
+        let _ = writeln!(s, "\nDistribution of log2(ratio): ![ratios]({p})");
+    }
+}
+
+/// The timed units, most changed first (in either direction), then by id for a stable order.
+fn ratios(c: &Comparison) -> Table {
     let mut timed: Vec<&UnitCmp> = c.units.iter().filter(|u| u.ratio.is_some()).collect();
-    // Most changed first (in either direction), then by id for a stable order.
     timed.sort_by(|x, y| {
         let m = |u: &UnitCmp| u.ratio.map_or(0.0, |(r, _)| r.ln().abs());
         m(y).total_cmp(&m(x))
             .then_with(|| x.unit_id.cmp(&y.unit_id))
     });
-    if !timed.is_empty() {
-        s.push_str(
-            "\n| unit | median ms A | median ms B | trial spread A (trials) | trial spread B (trials) | ratio | verdict |\n|---|---|---|---|---|---|---|\n",
-        );
-        for u in timed.iter().take(MD_ROWS) {
-            let ta = u.a.as_ref().and_then(|o| o.timing);
-            let tb = u.b.as_ref().and_then(|o| o.timing);
-            let (r, v) = u.ratio.unwrap_or((f64::NAN, Verdict::Ambiguous));
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {r:.3} | {} |",
-                unit_label(u),
-                ms(ta),
-                ms(tb),
-                spread(ta),
-                spread(tb),
-                v.name()
-            );
-        }
-        if timed.len() > MD_ROWS {
-            let _ = writeln!(
-                s,
-                "\n... and {} more in compare.csv.",
-                timed.len() - MD_ROWS
-            );
-        }
+    let mut t = Table::new(&[
+        ("unit", false),
+        ("median ms A", true),
+        ("median ms B", true),
+        ("trial spread A (trials)", true),
+        ("trial spread B (trials)", true),
+        ("ratio", true),
+        ("verdict", false),
+    ])
+    .rest_in("compare.csv");
+    for u in timed {
+        let ta = u.a.as_ref().and_then(|o| o.timing);
+        let tb = u.b.as_ref().and_then(|o| o.timing);
+        let (r, v) = u.ratio.unwrap_or((f64::NAN, Verdict::Ambiguous));
+        t.push(vec![
+            unit_cell(u),
+            Cell::Num(ms(ta)),
+            Cell::Num(ms(tb)),
+            Cell::Num(spread(ta)),
+            Cell::Num(spread(tb)),
+            Cell::Num(format!("{r:.3}")),
+            Cell::text(v.name()),
+        ]);
     }
-    if let Some(p) = plot {
-        let _ = writeln!(s, "\nDistribution of log2(ratio): ![ratios]({p})");
-    }
+    t
+}
 
-    s.push_str("\n## Per op and solver\n\n");
-    s.push_str("| op | solver | matched | newly failing | fixed | faster | slower | same | ambiguous | geomean ratio |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for ((op, solver), t) in c.by_op_solver() {
-        let _ = writeln!(
-            s,
-            "| {op} | {solver} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            t.matched,
-            t.regressed_status,
-            t.fixed,
-            t.count(Verdict::Faster),
-            t.count(Verdict::Slower),
-            t.count(Verdict::Same),
-            t.count(Verdict::Ambiguous),
-            t.geomean().map_or("-".into(), |g| format!("{g:.3}"))
-        );
+fn per_op_solver(c: &Comparison) -> Table {
+    let mut t = Table::new(&[
+        ("op", false),
+        ("solver", false),
+        ("matched", true),
+        ("newly failing", true),
+        ("fixed", true),
+        ("faster", true),
+        ("slower", true),
+        ("same", true),
+        ("ambiguous", true),
+        ("geomean ratio", true),
+    ])
+    .rest_in("compare.csv");
+    for ((op, solver), n) in c.by_op_solver() {
+        t.push(vec![
+            Cell::text(op),
+            Cell::text(solver),
+            Cell::num(n.matched),
+            Cell::num(n.regressed_status),
+            Cell::num(n.fixed),
+            Cell::num(n.count(Verdict::Faster)),
+            Cell::num(n.count(Verdict::Slower)),
+            Cell::num(n.count(Verdict::Same)),
+            Cell::num(n.count(Verdict::Ambiguous)),
+            Cell::Num(n.geomean().map_or("-".into(), |g| format!("{g:.3}"))),
+        ]);
     }
+    t
+}
 
+/// Units only one run has, listed per side.
+fn only_in_one(s: &mut String, c: &Comparison) {
     s.push_str("\n## Units in only one run\n\n");
     for (side, name) in [(true, "A"), (false, "B")] {
         let only = c.only_in(side);
@@ -296,12 +313,16 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
         let _ = writeln!(s, "Only in {name}: {} units.\n", only.len());
         for u in only.iter().take(MD_ROWS) {
             let o = if side { &u.a } else { &u.b };
-            let _ = writeln!(s, "- {} ({})", unit_label(u), status_cell(o));
+            let _ = writeln!(
+                s,
+                "- {} ({})",
+                crate::markup::markdown::cell(&unit_cell(u)),
+                md(&status_text(o))
+            );
         }
         if only.len() > MD_ROWS {
             let _ = writeln!(s, "- ... and {} more in compare.csv", only.len() - MD_ROWS);
         }
         s.push('\n');
     }
-    s
 }

@@ -3,7 +3,9 @@
 
 use super::recommend::{PROFILE_NAME, Recommendation};
 use super::tree;
+use crate::markup::markdown::{code, escape as md, table};
 use crate::markup::shell;
+use crate::markup::table::{Cell, Table};
 use crate::results::status::Status;
 use std::fmt::Write as _;
 
@@ -78,64 +80,74 @@ fn fmt_throughput(t: Option<f64>) -> String {
 /// recommend.md.
 pub fn markdown(r: &Recommendation) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Recommend: {}\n", r.run_label);
-    if let Some(best) = r.combos.first() {
-        let set: Vec<String> = r
-            .decisions
-            .iter()
-            .filter(|d| d.export && r.varied_vars.contains(&d.name))
-            .map(|d| format!("{}={}", d.name, d.value))
-            .collect();
-        let none: Vec<&str> = r
-            .decisions
-            .iter()
-            .filter(|d| !d.export)
-            .map(|d| d.name.as_str())
-            .collect();
-        if r.varied_vars.is_empty() {
-            let _ = writeln!(
-                s,
-                "No env variable varies in this run: nothing to choose.\n"
-            );
-        } else if set.is_empty() {
-            let _ = writeln!(
-                s,
-                "**Set nothing**: no varied variable made a difference beyond noise.\n"
-            );
-        } else {
-            let _ = writeln!(s, "**Set `{}`**.\n", set.join(" "));
-        }
-        if !none.is_empty() {
-            let _ = writeln!(
-                s,
-                "Not exported (no measurable or a mixed effect): {}.\n",
-                none.join(", ")
-            );
-        }
+    let _ = writeln!(s, "# Recommend: {}\n", md(&r.run_label));
+    answer(&mut s, r);
+    let _ = writeln!(
+        s,
+        "Run {}: {}\n",
+        code(&r.run_label),
+        md(&format!(
+            "sweep {} (sha256 {}), backend {} on {}, host {}, started {}.",
+            r.sweep,
+            r.sha256.get(..12).unwrap_or(&r.sha256),
+            r.backend,
+            r.devices.join(", "),
+            r.host,
+            r.started_at
+        ))
+    );
+    ranking(&mut s, r);
+    effects(&mut s, r);
+    failures(&mut s, r);
+    let _ = writeln!(s, "## Profile ({PROFILE_NAME})\n\n```sh\n{}```", profile(r));
+    s
+}
+
+/// What to set, what not to, and the best combination.
+fn answer(s: &mut String, r: &Recommendation) {
+    let Some(best) = r.combos.first() else {
+        s.push_str("The run has no units.\n\n");
+        return;
+    };
+    let set: Vec<String> = r
+        .decisions
+        .iter()
+        .filter(|d| d.export && r.varied_vars.contains(&d.name))
+        .map(|d| format!("{}={}", d.name, d.value))
+        .collect();
+    let none: Vec<&str> = r
+        .decisions
+        .iter()
+        .filter(|d| !d.export)
+        .map(|d| d.name.as_str())
+        .collect();
+    if r.varied_vars.is_empty() {
+        s.push_str("No env variable varies in this run: nothing to choose.\n\n");
+    } else if set.is_empty() {
+        s.push_str("**Set nothing**: no varied variable made a difference beyond noise.\n\n");
+    } else {
+        let _ = writeln!(s, "**Set {}**.\n", code(&set.join(" ")));
+    }
+    if !none.is_empty() {
         let _ = writeln!(
             s,
-            "Best combination `{}`: {}, {} of {} units ok (ranked 1 of {}).\n",
-            r.label(best),
-            best.failure_summary(),
-            best.ok,
-            best.units,
-            r.combos.len()
+            "Not exported (no measurable or a mixed effect): {}.\n",
+            none.join(", ")
         );
-    } else {
-        s.push_str("The run has no units.\n\n");
     }
     let _ = writeln!(
         s,
-        "Run `{}`: sweep {} (sha256 {}), backend {} on {}, host {}, started {}.\n",
-        r.run_label,
-        r.sweep,
-        r.sha256.get(..12).unwrap_or(&r.sha256),
-        r.backend,
-        r.devices.join(", "),
-        r.host,
-        r.started_at
+        "Best combination {}: {}, {} of {} units ok (ranked 1 of {}).\n",
+        code(&r.label(best)),
+        best.failure_summary(),
+        best.ok,
+        best.units,
+        r.combos.len()
     );
+}
 
+/// The combinations ranked, as a table.
+fn ranking(s: &mut String, r: &Recommendation) {
     s.push_str("## Ranking\n\n");
     s.push_str(
         "Fewest failures (hang, crash, mismatch, zeros, nonfinite, error) first, then the most `ok` units, \
@@ -152,33 +164,43 @@ pub fn markdown(r: &Recommendation) -> String {
         );
     }
     let metric = r.metric.unwrap_or("throughput");
-    let _ = writeln!(
-        s,
-        "| rank | combination | units | failures | hang | crash | wrong results | error | ok | geomean {metric} over {} common units |",
-        r.common_units
-    );
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    let geomean = format!("geomean {metric} over {} common units", r.common_units);
+    let mut t = Table::new(&[
+        ("rank", true),
+        ("combination", false),
+        ("units", true),
+        ("failures", true),
+        ("hang", true),
+        ("crash", true),
+        ("wrong results", true),
+        ("error", true),
+        ("ok", true),
+        (&geomean, true),
+    ]);
     for (i, c) in r.combos.iter().enumerate() {
         let wrong = c.count(Status::Mismatch) + c.count(Status::Zeros) + c.count(Status::Nonfinite);
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} | {} | {wrong} | {} | {} | {} |",
-            i + 1,
-            crate::markup::md_code(&r.label(c)),
-            c.units,
-            c.failures,
-            c.count(Status::Hang),
-            c.count(Status::Crash),
-            c.count(Status::Error),
-            c.ok,
-            fmt_throughput(c.throughput)
-        );
+        t.push(vec![
+            Cell::num(i + 1),
+            Cell::Code(r.label(c)),
+            Cell::num(c.units),
+            Cell::num(c.failures),
+            Cell::num(c.count(Status::Hang)),
+            Cell::num(c.count(Status::Crash)),
+            Cell::num(wrong),
+            Cell::num(c.count(Status::Error)),
+            Cell::num(c.ok),
+            Cell::Num(fmt_throughput(c.throughput)),
+        ]);
     }
-
+    s.push_str(&table(&t, usize::MAX));
     s.push_str(
         "\nThe throughput column is not a verdict: differences within run-to-run noise are ties. \
          The next section says which differences are beyond noise.\n",
     );
+}
+
+/// Each varied variable's paired effect, then what was decided about it.
+fn effects(s: &mut String, r: &Recommendation) {
     s.push_str("\n## What each variable changed\n\n");
     let _ = writeln!(
         s,
@@ -211,14 +233,16 @@ pub fn markdown(r: &Recommendation) -> String {
     for d in r.decisions.iter() {
         let _ = writeln!(
             s,
-            "- {} `{}={}`: {}",
+            "- {} {}: {}",
             if d.export { "export" } else { "not exported:" },
-            d.name,
-            d.value,
+            code(&format!("{}={}", d.name, d.value)),
             d.why
         );
     }
+}
 
+/// Per combination, the rules of where it fails and where it is safe.
+fn failures(s: &mut String, r: &Recommendation) {
     s.push_str("\n## Where each combination fails\n\n");
     let feats = if r.features.is_empty() {
         "none (no parameter varies)".to_string()
@@ -233,27 +257,23 @@ pub fn markdown(r: &Recommendation) -> String {
         tree::MAX_DEPTH
     );
     for (i, c) in r.combos.iter().enumerate() {
-        let _ = writeln!(s, "### {}. `{}`\n", i + 1, r.label(c));
+        let _ = writeln!(s, "### {}. {}\n", i + 1, code(&r.label(c)));
         if let Some(model) = &c.model {
-            let _ = writeln!(
-                s,
-                "Weighted by the model's calls: {}.\n",
-                crate::markup::md(model)
-            );
+            let _ = writeln!(s, "Weighted by the model's calls: {}.\n", md(model));
         }
         if c.failures == 0 {
+            let rest = if c.ok == c.units {
+                String::new()
+            } else {
+                format!(
+                    " ({} ok, the rest unsupported, skipped or interrupted)",
+                    c.ok
+                )
+            };
             let _ = writeln!(
                 s,
-                "No failures in {} units: safe across the whole sweep{}.\n",
-                c.units,
-                if c.ok == c.units {
-                    String::new()
-                } else {
-                    format!(
-                        " ({} ok, the rest unsupported, skipped or interrupted)",
-                        c.ok
-                    )
-                }
+                "No failures in {} units: safe across the whole sweep{rest}.\n",
+                c.units
             );
             continue;
         }
@@ -269,7 +289,4 @@ pub fn markdown(r: &Recommendation) -> String {
         }
         s.push('\n');
     }
-
-    let _ = writeln!(s, "## Profile ({PROFILE_NAME})\n\n```sh\n{}```", profile(r));
-    s
 }

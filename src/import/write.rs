@@ -3,6 +3,8 @@
 
 use super::ledger::{Case, Ledger, clip};
 use crate::error::CmdError;
+use crate::markup::markdown;
+use crate::markup::table::{Cell, Table};
 use crate::op::value::Value;
 use crate::results::rundir::Staging;
 use std::fmt::Write as _;
@@ -159,19 +161,17 @@ fn summary(ledger: &Ledger, out: &Path, written: &[(String, usize, f64)]) -> Str
     for (file, n, calls) in written {
         let _ = writeln!(
             s,
-            "- `{file}`: {n} distinct problems, {} calls",
+            "- {}: {n} distinct problems, {} calls",
+            markdown::code(file),
             number(*calls)
         );
     }
-    s.push_str("\n| file | what was read |\n|---|---|\n");
+    let mut files = Table::new(&[("file", false), ("what was read", false)]);
     for f in &ledger.files {
-        let _ = writeln!(
-            s,
-            "| {} | {} |",
-            crate::markup::md(&f.path),
-            crate::markup::md(&f.describe())
-        );
+        files.push(vec![Cell::text(&f.path), Cell::Text(f.describe())]);
     }
+    s.push('\n');
+    s.push_str(&markdown::table(&files, usize::MAX));
     s.push_str(
         "\nCounts: a log line is one call (hipBLASLt and rocBLAS YAML lines: their call_count); \
          an MIOpen Find counts only for a problem never seen running; a cuDNN operation graph is \
@@ -179,20 +179,17 @@ fn summary(ledger: &Ledger, out: &Path, written: &[(String, usize, f64)]) -> Str
          is one distinct GEMM; a profiler trace counts each op call and its kernels' device time.\n",
     );
     if !ledger.unsupported.is_empty() {
-        s.push_str("\n## Not supported (counted, not imported)\n\n| what | count | first seen |\n|---|---|---|\n");
+        s.push_str("\n## Not supported (counted, not imported)\n\n");
+        let mut t = Table::new(&[("what", false), ("count", true), ("first seen", false)]);
         for (why, (n, at)) in &ledger.unsupported {
-            let _ = writeln!(
-                s,
-                "| {} | {n} | {} |",
-                crate::markup::md(why),
-                crate::markup::md(at)
-            );
+            t.push(vec![Cell::text(why), Cell::num(n), Cell::text(at)]);
         }
+        s.push_str(&markdown::table(&t, usize::MAX));
     }
     if !ledger.malformed.is_empty() {
         s.push_str("\n## Malformed lines (skipped)\n\n");
         for (at, why) in &ledger.malformed {
-            let _ = writeln!(s, "- {}: {}", crate::markup::md(at), crate::markup::md(why));
+            let _ = writeln!(s, "- {}: {}", markdown::escape(at), markdown::escape(why));
         }
     }
     s.push_str("\n## Next\n\n```\n");

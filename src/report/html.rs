@@ -3,11 +3,11 @@
 
 use super::facts::{self, Facts};
 use super::heatmap::Heatmap;
+use super::html_table::table;
 use super::map;
-use super::table::{self, Cell, Fastest, Table};
+use super::table::{self, Fastest};
 use crate::error::CmdError;
 use crate::results::rundata::Row;
-use crate::results::status::Status;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,8 +28,8 @@ pub struct Plot {
     pub caption: String,
 }
 
-/// Text for HTML element content and attribute values (`markup::html`).
-pub use crate::markup::html as escape;
+/// Text for HTML element content and attribute values (`markup::html::escape`).
+pub use crate::markup::html::escape;
 
 /// Standard base64 with padding (RFC 4648), for data URIs.
 pub fn base64(bytes: &[u8]) -> String {
@@ -92,23 +92,6 @@ pub fn write(
     Ok(path)
 }
 
-fn badge(s: Status) -> String {
-    let bg = facts::color(s);
-    let fg = super::draw::contrast(bg);
-    format!(
-        r#"<span class="badge{}" style="background:{};color:{}">{}</span>"#,
-        hatched_class(s),
-        facts::hex(bg),
-        facts::hex(fg),
-        s.name()
-    )
-}
-
-/// Inferred statuses are drawn hatched, as in the plots.
-fn hatched_class(s: Status) -> &'static str {
-    if s.is_inferred() { " hatched" } else { "" }
-}
-
 fn file_name(p: &Path) -> String {
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -131,8 +114,10 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         escape(&f.device()),
         escape(&facts::counts_line(&f.counts(None)))
     );
-    run_table(&mut h, f);
-    counts_table(&mut h, f);
+    h.push_str("<h2>Run</h2>\n");
+    table(&mut h, &table::run(f), MAX_TABLE_ROWS);
+    h.push_str("<h2>Counts per status</h2>\n");
+    table(&mut h, &table::counts(f), MAX_TABLE_ROWS);
     if let Some(lines) = f.model_lines() {
         h.push_str("<h2>The model's calls</h2>\n<p>Weighted by the calls (and traced time) the sweep's cases stand for; a case counts under the worst status of the solvers that ran it.</p>\n<ul>\n");
         for (env, line) in lines {
@@ -181,13 +166,13 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
     if failures.is_empty() {
         h.push_str("<p class=\"note\">No unit failed (no mismatch, zeros, nonfinite, hang, crash or error).</p>\n");
     } else {
-        table(&mut h, &table::units(f, &failures));
+        table(&mut h, &table::units(f, &failures), MAX_TABLE_ROWS);
     }
     h.push_str("<h2>Not supported, skipped or interrupted</h2>\n");
     if not_run.is_empty() {
         h.push_str("<p class=\"note\">None.</p>\n");
     } else {
-        table(&mut h, &table::units(f, &not_run));
+        table(&mut h, &table::units(f, &not_run), MAX_TABLE_ROWS);
     }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(
@@ -206,238 +191,6 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
     Ok(h)
 }
 
-fn kv(h: &mut String, key: &str, value_html: &str) {
-    let _ = writeln!(h, "<tr><th>{}</th><td>{value_html}</td></tr>", escape(key));
-}
-
-fn run_table(h: &mut String, f: &Facts) {
-    let m = &f.run.manifest;
-    h.push_str("<h2>Run</h2>\n<table class=\"kv\">\n");
-    let mut sweep = format!("{} (op {})", escape(&m.sweep.name), escape(&m.sweep.op));
-    if !m.sweep.path.is_empty() {
-        let _ = write!(sweep, " · <code>{}</code>", escape(&m.sweep.path));
-    }
-    let sha: String = m.sweep.sha256.chars().take(16).collect();
-    if !sha.is_empty() {
-        let _ = write!(sweep, " · sha256 {}", escape(&sha));
-    }
-    if !m.sweep.overrides.is_empty() {
-        let _ = write!(
-            sweep,
-            " · overrides <code>{}</code>",
-            escape(&m.sweep.overrides.join(" "))
-        );
-    }
-    kv(h, "sweep", &sweep);
-    kv(h, "device", &escape(&f.device()));
-    let b = &m.backend;
-    let mut backend = escape(&b.backend);
-    if let Some(missing) = &b.missing {
-        let _ = write!(backend, " (not available: {})", escape(missing));
-    }
-    kv(h, "backend", &backend);
-    let libs: Vec<String> = b
-        .versions
-        .iter()
-        .map(|(k, v)| format!("{} {}", escape(k), escape(v)))
-        .collect();
-    kv(
-        h,
-        "libraries",
-        &if libs.is_empty() {
-            "(none recorded)".to_string()
-        } else {
-            libs.join(" · ")
-        },
-    );
-    let host = &m.host;
-    kv(
-        h,
-        "host",
-        &escape(&format!(
-            "{} · {} · kernel {} · {} · {} · {} logical CPUs · {:.1} GiB",
-            host.hostname,
-            host.os,
-            host.kernel,
-            host.arch,
-            host.cpu,
-            host.logical_cpus,
-            host.memory_bytes as f64 / (1u64 << 30) as f64
-        )),
-    );
-    kv(
-        h,
-        "rocsweep",
-        &escape(&format!("{} (commit {})", m.rocsweep_version, m.git_commit)),
-    );
-    kv(
-        h,
-        "time (UTC)",
-        &escape(&format!(
-            "started {} · finished {}",
-            m.started_at,
-            m.finished_at.as_deref().unwrap_or("(not finished)")
-        )),
-    );
-    let rows = f.rows().len() as u64;
-    let mut units = format!("{} planned · {} with a row", m.units_planned, rows);
-    if rows < m.units_planned {
-        let _ = write!(
-            units,
-            " · {} without a row (run incomplete; `rocsweep run --resume` continues it)",
-            m.units_planned - rows
-        );
-    }
-    if m.invalid_combinations > 0 {
-        let _ = write!(
-            units,
-            " · {} invalid combinations dropped{}",
-            m.invalid_combinations,
-            m.invalid_example
-                .as_deref()
-                .map(|e| format!(" (e.g. {e})"))
-                .unwrap_or_default()
-        );
-    }
-    kv(h, "units", &escape(&units));
-    let envs: Vec<String> = m
-        .env_combos
-        .iter()
-        .map(|c| {
-            let k = c.key();
-            if k.is_empty() {
-                "(none)".to_string()
-            } else {
-                format!("<code>{}</code>", escape(&k))
-            }
-        })
-        .collect();
-    kv(h, "env combinations", &envs.join("<br>"));
-    if let Some(s) = &m.stopped {
-        kv(h, "stopped early", &escape(s));
-    }
-    if !m.resumed.is_empty() {
-        kv(h, "resumed", &escape(&m.resumed.join(", ")));
-    }
-    kv(
-        h,
-        "command",
-        &format!("<code>{}</code>", escape(&m.command_line.join(" "))),
-    );
-    h.push_str("</table>\n");
-}
-
-fn counts_table(h: &mut String, f: &Facts) {
-    h.push_str(
-        "<h2>Counts per status</h2>\n<table>\n<tr><th>status</th><th class=\"num\">all</th>",
-    );
-    let per_env = f.envs.len() > 1;
-    if per_env {
-        for l in &f.env_labels {
-            let _ = write!(h, "<th class=\"num\">{}</th>", escape(l));
-        }
-    }
-    h.push_str("</tr>\n");
-    let all = f.counts(None);
-    let by_env: Vec<[u64; Status::COUNT]> = f.envs.iter().map(|e| f.counts(Some(e))).collect();
-    for (i, s) in Status::ALL.iter().enumerate() {
-        let class = if all[i] == 0 { " class=\"zero\"" } else { "" };
-        let _ = write!(
-            h,
-            "<tr{class}><td><span class=\"sw{}\" style=\"background:{}\"></span>{}</td><td class=\"num\">{}</td>",
-            hatched_class(*s),
-            facts::hex(facts::color(*s)),
-            s.name(),
-            all[i]
-        );
-        if per_env {
-            for c in &by_env {
-                let _ = write!(h, "<td class=\"num\">{}</td>", c[i]);
-            }
-        }
-        h.push_str("</tr>\n");
-    }
-    let _ = write!(
-        h,
-        "<tr><th>total</th><th class=\"num\">{}</th>",
-        all.iter().sum::<u64>()
-    );
-    if per_env {
-        for c in &by_env {
-            let _ = write!(h, "<th class=\"num\">{}</th>", c.iter().sum::<u64>());
-        }
-    }
-    h.push_str("</tr>\n</table>\n");
-}
-
-/// The error's first line in the table; the worker's log tail (joined with ` | ` in the CSV)
-/// folded away below it, one line per line again.
-fn error_cell(error: &str) -> String {
-    let mut parts = error.split(" | ");
-    let first = parts.next().unwrap_or("");
-    let rest: Vec<&str> = parts.collect();
-    let mut out = format!("<div class=\"err\">{}</div>", escape(first));
-    if !rest.is_empty() {
-        let _ = write!(
-            out,
-            "<details><summary>{} more line{}</summary><pre>{}</pre></details>",
-            rest.len(),
-            if rest.len() == 1 { "" } else { "s" },
-            escape(&rest.join("\n"))
-        );
-    }
-    out
-}
-
-/// Any of the report's tables (`table::Table`), capped at `MAX_TABLE_ROWS`.
-fn table(h: &mut String, t: &Table) {
-    h.push_str("<table>\n<tr>");
-    for c in &t.columns {
-        let class = if c.numeric { " class=\"num\"" } else { "" };
-        let _ = write!(h, "<th{class}>{}</th>", escape(&c.name));
-    }
-    h.push_str("</tr>\n");
-    for (row, anchor) in t.rows.iter().zip(&t.anchors).take(MAX_TABLE_ROWS) {
-        match anchor {
-            Some(id) => {
-                let _ = write!(h, "<tr id=\"{}\">", anchor_id(id));
-            }
-            None => h.push_str("<tr>"),
-        }
-        for c in row {
-            h.push_str(&cell(c));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table>\n");
-    if t.rows.len() > MAX_TABLE_ROWS {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">{} more in {}.</p>",
-            t.rows.len() - MAX_TABLE_ROWS,
-            t.rest_in
-        );
-    }
-}
-
-/// The link target of a unit's row: ids are hex, but they come from a file.
-pub fn anchor_id(unit_id: &str) -> String {
-    format!("u-{}", escape(unit_id))
-}
-
-fn cell(c: &Cell) -> String {
-    match c {
-        Cell::Text(t) => format!("<td>{}</td>", escape(t)),
-        Cell::Num(t) => format!("<td class=\"num\">{}</td>", escape(t)),
-        Cell::Status(s) => format!("<td>{}</td>", badge(*s)),
-        Cell::Code(t) => format!("<td><code class=\"copy\">{}</code></td>", escape(t)),
-        Cell::Error(e) => format!("<td>{}</td>", error_cell(e)),
-        Cell::Titled { text, title } => {
-            format!("<td title=\"{}\">{}</td>", escape(title), escape(text))
-        }
-    }
-}
-
 fn fastest_table(h: &mut String, f: &Facts) {
     h.push_str("<h2>Fastest solver per case</h2>\n");
     match table::fastest(f) {
@@ -447,7 +200,7 @@ fn fastest_table(h: &mut String, f: &Facts) {
         Fastest::Same(line) => {
             let _ = writeln!(h, "<p>{}</p>", escape(&line));
         }
-        Fastest::Table(t) => table(h, &t),
+        Fastest::Table(t) => table(h, &t, MAX_TABLE_ROWS),
     }
 }
 
@@ -492,13 +245,5 @@ mod tests {
         for (plain, enc) in cases {
             assert_eq!(base64(plain.as_bytes()), enc);
         }
-    }
-
-    #[test]
-    fn error_cell_folds_the_log_tail() {
-        let c = error_cell("killed by SIGSEGV | --- worker log tail --- | a<b");
-        assert!(c.contains("killed by SIGSEGV</div>"));
-        assert!(c.contains("2 more lines"));
-        assert!(c.contains("--- worker log tail ---\na&lt;b"));
     }
 }

@@ -5,7 +5,8 @@
 use super::draw;
 use super::facts;
 use super::heatmap::{Cell, Heatmap, Panel};
-use super::html::{anchor_id, escape};
+use super::html_table::anchor_id;
+use crate::markup::html::escape;
 use std::collections::HashSet;
 use std::fmt::Write as _;
 

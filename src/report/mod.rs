@@ -13,6 +13,7 @@ mod draw;
 mod facts;
 mod heatmap;
 mod html;
+mod html_table;
 mod map;
 mod markdown;
 mod table;

@@ -1,59 +1,12 @@
-//! The report's tables, built once from the facts and written by each format (`html::table`,
-//! `markdown::table`), so that report.html and summary.md can never say different things.
+//! The report's tables, built once from the facts in the one table model (`markup::table`) and
+//! written by each format (`html_table`, `markup::markdown::table`), so that report.html and
+//! summary.md can never say different things.
 
 use super::facts::{self, Facts};
 use crate::markup::shell;
+use crate::markup::table::{Cell, RowKind, Span, Table};
 use crate::results::rundata::Row;
 use crate::results::status::Status;
-
-/// One cell; each format decides how a kind looks (a badge, a code span, a folded log).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Cell {
-    Text(String),
-    /// Right-aligned figures.
-    Num(String),
-    Status(Status),
-    /// Text meant to be copied as it is: a unit id, a command.
-    Code(String),
-    /// An error: its first line shown, the worker's log tail (` | `-joined) folded below.
-    Error(String),
-    /// Text with more behind it (a case's full parameters) where the format can show it.
-    Titled {
-        text: String,
-        title: String,
-    },
-}
-
-pub struct Column {
-    pub name: String,
-    pub numeric: bool,
-}
-
-pub struct Table {
-    pub columns: Vec<Column>,
-    pub rows: Vec<Vec<Cell>>,
-    /// Per row: the unit it shows, so a format can make it a link target (`#u-<id>`).
-    pub anchors: Vec<Option<String>>,
-    /// Rows left out past a format's limit are counted in a note naming where they are.
-    pub rest_in: &'static str,
-}
-
-impl Table {
-    fn new(columns: &[(&str, bool)]) -> Table {
-        Table {
-            columns: columns
-                .iter()
-                .map(|(name, numeric)| Column {
-                    name: name.to_string(),
-                    numeric: *numeric,
-                })
-                .collect(),
-            rows: Vec::new(),
-            anchors: Vec::new(),
-            rest_in: "results.csv",
-        }
-    }
-}
 
 /// The run directory as `rocsweep repro` should be given it, quoted for a shell: relative when
 /// the run lies under the directory the report is made from (a repository's committed reports
@@ -97,8 +50,7 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
             "rocsweep repro {dir} {}",
             shell::quote(&r.unit_id)
         )));
-        t.rows.push(row);
-        t.anchors.push(Some(r.unit_id.clone()));
+        t.push_as(row, RowKind::Plain, Some(r.unit_id.clone()));
     }
     t
 }
@@ -181,8 +133,157 @@ pub fn fastest(f: &Facts) -> Fastest {
             row.push(Cell::Text(next));
             row.push(Cell::Num(x.timed.to_string()));
         }
-        t.rows.push(row);
-        t.anchors.push(None);
+        t.push(row);
     }
     Fastest::Table(t)
+}
+
+/// What ran, where, from what, and how it ended: the facts at the top of both formats.
+pub fn run(f: &Facts) -> Table {
+    let m = &f.run.manifest;
+    let mut t = Table::facts(&["", ""]);
+    t.fact("sweep", vec![sweep_cell(f)]);
+    t.fact("device", vec![Cell::text(f.device())]);
+    let b = &m.backend;
+    let mut backend = b.backend.clone();
+    if let Some(missing) = &b.missing {
+        backend.push_str(&format!(" (not available: {missing})"));
+    }
+    t.fact("backend", vec![Cell::Text(backend)]);
+    let libs: Vec<String> = b.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let libs = if libs.is_empty() {
+        "(none recorded)".to_string()
+    } else {
+        libs.join(" · ")
+    };
+    t.fact("libraries", vec![Cell::Text(libs)]);
+    let host = &m.host;
+    t.fact(
+        "host",
+        vec![Cell::Text(format!(
+            "{} · {} · kernel {} · {} · {} · {} logical CPUs · {:.1} GiB",
+            host.hostname,
+            host.os,
+            host.kernel,
+            host.arch,
+            host.cpu,
+            host.logical_cpus,
+            host.memory_bytes as f64 / (1u64 << 30) as f64
+        ))],
+    );
+    t.fact(
+        "rocsweep",
+        vec![Cell::Text(format!(
+            "{} (commit {})",
+            m.rocsweep_version, m.git_commit
+        ))],
+    );
+    t.fact(
+        "time (UTC)",
+        vec![Cell::Text(format!(
+            "started {} · finished {}",
+            m.started_at,
+            m.finished_at.as_deref().unwrap_or("(not finished)")
+        ))],
+    );
+    t.fact("units", vec![Cell::Text(units_text(f))]);
+    t.fact("env combinations", vec![envs_cell(f)]);
+    if let Some(s) = &m.stopped {
+        t.fact("stopped early", vec![Cell::text(s)]);
+    }
+    if !m.resumed.is_empty() {
+        t.fact("resumed", vec![Cell::Text(m.resumed.join(", "))]);
+    }
+    t.fact("command", vec![Cell::Code(m.command_line.join(" "))]);
+    t
+}
+
+/// The sweep's name and op, its file, hash and the command line's overrides.
+fn sweep_cell(f: &Facts) -> Cell {
+    let m = &f.run.manifest;
+    let mut spans = vec![Span::Text(format!("{} (op {})", m.sweep.name, m.sweep.op))];
+    if !m.sweep.path.is_empty() {
+        spans.push(Span::Text(" · ".into()));
+        spans.push(Span::Code(m.sweep.path.clone()));
+    }
+    let sha: String = m.sweep.sha256.chars().take(16).collect();
+    if !sha.is_empty() {
+        spans.push(Span::Text(format!(" · sha256 {sha}")));
+    }
+    if !m.sweep.overrides.is_empty() {
+        spans.push(Span::Text(" · overrides ".into()));
+        spans.push(Span::Code(m.sweep.overrides.join(" ")));
+    }
+    Cell::Spans(spans)
+}
+
+/// Units planned and with a row, and what is missing or was dropped.
+fn units_text(f: &Facts) -> String {
+    let m = &f.run.manifest;
+    let rows = f.rows().len() as u64;
+    let mut units = format!("{} planned · {} with a row", m.units_planned, rows);
+    if rows < m.units_planned {
+        units.push_str(&format!(
+            " · {} without a row (run incomplete; `rocsweep run --resume` continues it)",
+            m.units_planned - rows
+        ));
+    }
+    if m.invalid_combinations > 0 {
+        units.push_str(&format!(
+            " · {} invalid combinations dropped{}",
+            m.invalid_combinations,
+            m.invalid_example
+                .as_deref()
+                .map(|e| format!(" (e.g. {e})"))
+                .unwrap_or_default()
+        ));
+    }
+    units
+}
+
+fn envs_cell(f: &Facts) -> Cell {
+    let mut spans = Vec::new();
+    for (i, c) in f.run.manifest.env_combos.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::Break);
+        }
+        let k = c.key();
+        spans.push(if k.is_empty() {
+            Span::Text("(none)".into())
+        } else {
+            Span::Code(k)
+        });
+    }
+    Cell::Spans(spans)
+}
+
+/// Units per status, over the run and per env combination when there are several; a status no
+/// unit has is a faint row (a legend in the page, left out of the Markdown).
+pub fn counts(f: &Facts) -> Table {
+    let per_env = f.envs.len() > 1;
+    let mut cols = vec![("status", false), ("all", true)];
+    if per_env {
+        cols.extend(f.env_labels.iter().map(|l| (l.as_str(), true)));
+    }
+    let mut t = Table::new(&cols);
+    let all = f.counts(None);
+    let by_env: Vec<[u64; Status::COUNT]> = if per_env {
+        f.envs.iter().map(|e| f.counts(Some(e))).collect()
+    } else {
+        Vec::new()
+    };
+    for (i, s) in Status::ALL.iter().enumerate() {
+        let mut row = vec![Cell::Legend(*s), Cell::num(all[i])];
+        row.extend(by_env.iter().map(|c| Cell::num(c[i])));
+        let kind = if all[i] == 0 {
+            RowKind::Faint
+        } else {
+            RowKind::Plain
+        };
+        t.push_as(row, kind, None);
+    }
+    let mut total = vec![Cell::text("total"), Cell::num(all.iter().sum::<u64>())];
+    total.extend(by_env.iter().map(|c| Cell::num(c.iter().sum::<u64>())));
+    t.push_as(total, RowKind::Total, None);
+    t
 }

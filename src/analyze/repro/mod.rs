@@ -9,7 +9,9 @@ mod sweep;
 mod tools;
 
 use crate::error::CmdError;
-use crate::markup::{md, md_code, shell};
+use crate::markup::markdown::{self, escape as md};
+use crate::markup::shell;
+use crate::markup::table::{Cell, Span, Table};
 use crate::op::OpKind;
 use crate::results::manifest;
 use crate::results::rundata::{Row, RunData};
@@ -122,9 +124,16 @@ fn opt(v: Option<f64>) -> String {
 pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     let row = find(run, unit_id)?;
     let op = OpKind::parse(&row.op);
-    let mut s = String::new();
-    unit_facts(&mut s, run, row);
-    run_facts(&mut s, run, row);
+    let outcome = if row.phase.is_empty() {
+        row.status.name().to_string()
+    } else {
+        format!("{} in {}", row.status, row.phase)
+    };
+    let mut s = format!("# Reproduction of unit {}: {outcome}\n\n", md(&row.unit_id));
+    let mut facts = Table::facts(&["", ""]);
+    unit_facts(&mut facts, run, row);
+    run_facts(&mut facts, run, row);
+    s.push_str(&markdown::table(&facts, usize::MAX));
     environment(&mut s, run, row);
     tools::section(&mut s, run, row, op);
     let out_dir = format!("repro-{}", row.unit_id);
@@ -133,47 +142,39 @@ pub fn repro(run: &RunData, unit_id: &str) -> Result<String, CmdError> {
     Ok(s)
 }
 
-/// One line of the facts table; an empty value shows as `-`. Values are Markdown made from
-/// escaped parts (`markup::md`, `markup::md_code`).
-fn fact(s: &mut String, k: &str, v: String) {
-    let v = if v.is_empty() { "-".to_string() } else { v };
-    let _ = writeln!(s, "| {k} | {v} |");
+/// One fact; an empty value shows as `-`.
+fn fact(t: &mut Table, k: &str, v: String) {
+    t.fact(k, vec![Cell::or_dash(v)]);
 }
 
-/// The title, and the table's lines about the unit: what it is and what happened.
-fn unit_facts(s: &mut String, run: &RunData, row: &Row) {
+/// The facts about the unit: what it is and what happened.
+fn unit_facts(t: &mut Table, run: &RunData, row: &Row) {
     let m = &run.manifest;
-    let outcome = if row.phase.is_empty() {
-        row.status.name().to_string()
-    } else {
-        format!("{} in {}", row.status, row.phase)
-    };
-    let _ = writeln!(s, "# Reproduction of unit {}: {outcome}\n", row.unit_id);
-    s.push_str("| | |\n|---|---|\n");
-    fact(s, "op", md(&row.op));
-    fact(s, "parameters", md_code(&row.params_text()));
-    fact(s, "solver", md(&row.solver));
-    fact(s, "case id", md(&row.case_id));
-    fact(s, "env", md(&row.env));
-    fact(s, "status", format!("**{}**", row.status));
-    fact(s, "phase", md(&row.phase));
+    fact(t, "op", row.op.clone());
+    t.fact("parameters", vec![Cell::Code(row.params_text())]);
+    fact(t, "solver", row.solver.clone());
+    fact(t, "case id", row.case_id.clone());
+    fact(t, "env", row.env.clone());
+    t.fact("status", vec![Cell::Strong(row.status.name().to_string())]);
+    fact(t, "phase", row.phase.clone());
     if row.status == Status::Hang {
         let l = m.policies.limits.for_phase(&row.phase);
         fact(
-            s,
+            t,
             "watchdog",
-            md(&format!(
+            format!(
                 "{} limit {l} s, then SIGTERM and {} s grace",
                 row.phase, m.policies.limits.grace
-            )),
+            ),
         );
     }
-    fact(s, "error", md(&row.error));
+    // The whole error, log tail included: this page is where it is read.
+    fact(t, "error", row.error.clone());
     if row.reference.len() + row.max_abs_err.iter().len() > 0 {
         fact(
-            s,
+            t,
             "verification",
-            md(&format!(
+            format!(
                 "reference {}, max abs err {}, max rel err {}",
                 if row.reference.is_empty() {
                     "-"
@@ -182,13 +183,13 @@ fn unit_facts(s: &mut String, run: &RunData, row: &Row) {
                 },
                 opt(row.max_abs_err),
                 opt(row.max_rel_err)
-            )),
+            ),
         );
     }
 }
 
-/// The table's lines about where it ran: backend, host, run directory and sweep.
-fn run_facts(s: &mut String, run: &RunData, row: &Row) {
+/// The facts about where it ran: backend, host, run directory and sweep.
+fn run_facts(t: &mut Table, run: &RunData, row: &Row) {
     let m = &run.manifest;
     let versions: Vec<String> = m
         .backend
@@ -197,45 +198,35 @@ fn run_facts(s: &mut String, run: &RunData, row: &Row) {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     fact(
-        s,
+        t,
         "backend",
-        md(&format!(
-            "{} on {}; {}",
-            row.backend,
-            row.device,
-            versions.join(", ")
-        )),
+        format!("{} on {}; {}", row.backend, row.device, versions.join(", ")),
     );
     fact(
-        s,
+        t,
         "host",
-        md(&format!(
+        format!(
             "{}: {}, kernel {}, {}, {}",
             m.host.hostname, m.host.os, m.host.kernel, m.host.arch, m.host.cpu
+        ),
+    );
+    let run_cell = vec![
+        Span::Code(run.dir.display().to_string()),
+        Span::Text(format!(
+            ", started {}, rocsweep {} (git {})",
+            m.started_at, m.rocsweep_version, m.git_commit
         )),
-    );
-    fact(
-        s,
-        "run",
-        format!(
-            "{}, {}",
-            md_code(&run.dir.display().to_string()),
-            md(&format!(
-                "started {}, rocsweep {} (git {})",
-                m.started_at, m.rocsweep_version, m.git_commit
-            ))
-        ),
-    );
-    fact(
-        s,
-        "sweep",
-        format!(
-            "{} ({}, sha256 {})",
-            md(&m.sweep.name),
-            md_code(&m.sweep.path),
-            md(m.sweep.sha256.get(..12).unwrap_or(&m.sweep.sha256))
-        ),
-    );
+    ];
+    t.fact("run", vec![Cell::Spans(run_cell)]);
+    let sweep_cell = vec![
+        Span::Text(format!("{} (", m.sweep.name)),
+        Span::Code(m.sweep.path.clone()),
+        Span::Text(format!(
+            ", sha256 {})",
+            m.sweep.sha256.get(..12).unwrap_or(&m.sweep.sha256)
+        )),
+    ];
+    t.fact("sweep", vec![Cell::Spans(sweep_cell)]);
 }
 
 /// The Environment section: the unit's env combination, then other relevant variables the
