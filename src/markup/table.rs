@@ -143,8 +143,4 @@ impl Table {
         cells.extend(values);
         self.push(cells);
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
 }
