@@ -114,31 +114,7 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         .map(|r| r.unit_id.as_str())
         .collect();
     for p in plots {
-        let _ = writeln!(h, "<h2>{}</h2>", escape(p.heading));
-        let links = format!(
-            "<a href=\"{0}\">{0}</a> · <a href=\"{1}\">{1}</a>",
-            escape(&file_name(&p.png)),
-            escape(&file_name(&p.svg))
-        );
-        let shown = map.filter(|m| p.as_map && m.drawable() && m.cells() <= MAX_MAP_CELLS);
-        if let Some(m) = shown {
-            map::write(&mut h, m, &listed);
-            let _ = writeln!(
-                h,
-                "<p class=\"note\">{} Point at a cell for its unit; a cell that did not end ok leads to its row below, with the command that reproduces it. As pictures: {links}</p>",
-                escape(&p.caption)
-            );
-            continue;
-        }
-        let bytes = std::fs::read(&p.png)
-            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.png.display())))?;
-        let _ = writeln!(
-            h,
-            "<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} {links}</figcaption></figure>",
-            base64::engine::general_purpose::STANDARD.encode(&bytes),
-            escape(p.heading),
-            escape(&p.caption),
-        );
+        plot(&mut h, p, map, &listed)?;
     }
     h.push_str("<h2>Failures</h2>\n");
     if failures.is_empty() {
@@ -167,6 +143,42 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         escape(crate::build_info::VERSION)
     );
     Ok(h)
+}
+
+/// One plot: the heatmap as the HTML map when it is drawable and small enough (its failed cells
+/// linking to the `listed` rows below), else the PNG embedded, with links to both pictures.
+fn plot(
+    h: &mut String,
+    p: &Plot,
+    map: Option<&Heatmap>,
+    listed: &HashSet<&str>,
+) -> Result<(), CmdError> {
+    let _ = writeln!(h, "<h2>{}</h2>", escape(p.heading));
+    let links = format!(
+        "<a href=\"{0}\">{0}</a> · <a href=\"{1}\">{1}</a>",
+        escape(&file_name(&p.png)),
+        escape(&file_name(&p.svg))
+    );
+    let shown = map.filter(|m| p.as_map && m.drawable() && m.cells() <= MAX_MAP_CELLS);
+    if let Some(m) = shown {
+        map::write(h, m, listed);
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} Point at a cell for its unit; a cell that did not end ok leads to its row below, with the command that reproduces it. As pictures: {links}</p>",
+            escape(&p.caption)
+        );
+        return Ok(());
+    }
+    let bytes = std::fs::read(&p.png)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", p.png.display())))?;
+    let _ = writeln!(
+        h,
+        "<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{} {links}</figcaption></figure>",
+        base64::engine::general_purpose::STANDARD.encode(&bytes),
+        escape(p.heading),
+        escape(&p.caption),
+    );
+    Ok(())
 }
 
 fn fastest_table(h: &mut String, f: &Facts) {
