@@ -226,7 +226,7 @@ fn throughput(s: &mut String, c: &Comparison, plot: Option<&str>) {
         let _ = writeln!(s, "\nGeometric mean of the ratios{how}: {g:.3}.");
     }
     let timed = ratios(c);
-    if !timed.is_empty() {
+    if !timed.rows.is_empty() {
         s.push('\n');
         s.push_str(&table(&timed, MD_ROWS));
     }
