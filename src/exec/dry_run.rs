@@ -7,53 +7,63 @@ use super::run::RunReport;
 use super::shard::Shard;
 use crate::error::CmdError;
 use crate::spec::Sweep;
+use crate::spec::expand::EnvCombo;
+use std::io::Write;
 
 pub fn print(
     sweep: &Sweep,
-    combos: &[crate::spec::expand::EnvCombo],
+    combos: &[EnvCombo],
     shard: Option<Shard>,
 ) -> Result<RunReport, CmdError> {
-    use std::io::Write;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    let write_err = |e: std::io::Error| CmdError::Failure(format!("writing to stdout: {e}"));
-    if let Some(shard) = shard {
-        // The shard's own entries, with their env combination: exactly what it would run.
-        let (mut total, mut taken) = (0u64, 0u64);
-        for (i, (_, env_key, case)) in plan::cases(sweep, combos).enumerate() {
-            total += 1;
-            if shard.contains(i as u64) {
-                taken += 1;
-                let unit = Unit {
-                    id: &case.id,
-                    case: &case,
-                    solver: &case.solver,
-                    env_key: &env_key,
-                };
-                writeln!(w, "{} {}", case.id, unit.describe()).map_err(write_err)?;
-            }
-        }
-        writeln!(
-            w,
-            "shard {shard}: {taken} of {total} units (case x env combination)"
-        )
-        .map_err(write_err)?;
-        w.flush().map_err(write_err)?;
-        return Ok(RunReport {
-            dir: None,
-            failures: 0,
-            stopped: None,
-            disagreements: 0,
-        });
+    match shard {
+        Some(shard) => print_shard(&mut w, sweep, combos, shard),
+        None => print_cases(&mut w, sweep, combos.len()),
     }
+    .and_then(|()| w.flush())
+    .map_err(|e| CmdError::Failure(format!("writing to stdout: {e}")))?;
+    Ok(RunReport::nothing(None))
+}
+
+/// The shard's own entries, with their env combination: exactly what it would run, and how
+/// many of the sweep's units that is.
+fn print_shard(
+    w: &mut impl Write,
+    sweep: &Sweep,
+    combos: &[EnvCombo],
+    shard: Shard,
+) -> std::io::Result<()> {
+    let (mut total, mut taken) = (0u64, 0u64);
+    for (i, (_, env_key, case)) in plan::cases(sweep, combos).enumerate() {
+        total += 1;
+        if shard.contains(i as u64) {
+            taken += 1;
+            let unit = Unit {
+                id: &case.id,
+                case: &case,
+                solver: &case.solver,
+                env_key: &env_key,
+            };
+            writeln!(w, "{} {}", case.id, unit.describe())?;
+        }
+    }
+    writeln!(
+        w,
+        "shard {shard}: {taken} of {total} units (case x env combination)"
+    )
+}
+
+/// Every valid case once (not per env combination), then the count: cases, units, the invalid
+/// combinations dropped.
+fn print_cases(w: &mut impl Write, sweep: &Sweep, combos: usize) -> std::io::Result<()> {
     let mut count = plan::PlanCount::default();
-    let combos = combos.len();
     for case in sweep.cases() {
         match case {
             Ok(case) => {
                 count.cases += 1;
                 let text = crate::op::canonical_text(sweep.op, &case.values);
-                writeln!(w, "{} {text} solver={}", case.id, case.solver).map_err(write_err)?;
+                writeln!(w, "{} {text} solver={}", case.id, case.solver)?;
             }
             Err(reason) => {
                 count.invalid += 1;
@@ -72,22 +82,19 @@ pub fn print(
             .invalid_example
             .map(|e| format!(", e.g. {e}"))
             .unwrap_or_default(),
-        if sweep.dims.iter().any(|d| d
-            .axes
-            .iter()
-            .any(|a| a.values.iter().any(|v| v.as_str() == Some("all"))))
-        {
+        if expands_at_run_time(sweep) {
             "; solver = \"all\" expands further at run time"
         } else {
             ""
         }
     )
-    .map_err(write_err)?;
-    w.flush().map_err(write_err)?;
-    Ok(RunReport {
-        dir: None,
-        failures: 0,
-        stopped: None,
-        disagreements: 0,
+}
+
+/// Whether an axis lists `all` (solvers), known only when a worker enumerates them.
+fn expands_at_run_time(sweep: &Sweep) -> bool {
+    sweep.dims.iter().any(|d| {
+        d.axes
+            .iter()
+            .any(|a| a.values.iter().any(|v| v.as_str() == Some("all")))
     })
 }

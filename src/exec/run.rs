@@ -1,6 +1,8 @@
 //! `rocsweep run`: load, plan, create (or resume) the run directory, run every unit in a worker
 //! process under the watchdog, journal it, write its row as it finishes, print the summary.
 
+use super::devices::DeviceSel;
+use super::handle::WorkerSpec;
 use super::journal::{self, Journal};
 use super::plan;
 use super::pool::{self, Slot};
@@ -9,6 +11,7 @@ use super::recorder::Recorder;
 use super::resume::Resume;
 use super::setup::{self, Setup};
 use super::supervisor::Env;
+use crate::backend::BackendInfo;
 use crate::results::csv::{self as rcsv, ResultsWriter};
 use crate::results::manifest::{self, Manifest};
 use crate::results::rundir;
@@ -88,85 +91,31 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     crate::backend::check_name(&s.backend).map_err(CmdError::BadInput)?;
     let device_sel = s.device_sel(opts)?;
 
-    // Counted before anything is written; Ctrl-C stops the count (a --force'd sweep of 10^12
-    // combinations takes that long) with nothing written.
     let interrupts = interrupts();
     interrupts.store(0, Ordering::SeqCst);
-    if s.product > 1_000_000 {
-        eprintln!(
-            "counting the sweep's {} combinations (Ctrl-C stops)",
-            s.product
-        );
-    }
-    let Some(counted) = plan::count(&s.sweep, &s.combos, &interrupts) else {
-        eprintln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
+    let Some(counted) = count_units(&s, &interrupts) else {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
 
     let mut target = Target::open(&s)?;
     let resumed = s.read_resume(opts)?;
     if let Some(r) = &resumed
-        && s.nothing_to_do(r)
+        && nothing_to_do(&s, opts, r)
     {
-        println!(
-            "nothing to do: {} finished at {} with a row for every planned unit{}",
-            s.dir.display(),
-            s.old
-                .as_ref()
-                .and_then(|m| m.finished_at.as_deref())
-                .unwrap_or(""),
-            if opts.retry_interrupted {
-                ""
-            } else {
-                " (interrupted units run again with --retry-interrupted)"
-            }
-        );
         return Ok(RunReport::nothing(None));
     }
-    let logs = target.work_dir.join("workers");
-    std::fs::create_dir_all(&logs).map_err(|e| io(&s, "creating workers/", e))?;
-    let spec = s.worker_spec(opts)?;
-    let first_env = s.combos.first().map(|c| c.vars.clone()).unwrap_or_default();
-    let first = Env {
-        index: 0,
-        trial: 1,
-        vars: &first_env,
-    };
-    // Nothing ran when this fails: the staging guard leaves no directory behind.
-    let (mut slots, info, device_indices) = super::slots::start_slots(
-        &spec,
-        &logs,
-        &s.sweep,
-        &interrupts,
-        device_sel.as_ref(),
-        first,
-    )?;
-    // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
-    // not read CPU numbers unawares); the manifest keeps the same words.
-    if let Some(note) = &info.picked {
-        eprintln!("note: {note}");
-    }
+    let Workers {
+        spec,
+        mut slots,
+        info,
+        devices,
+    } = target.start_workers(&s, opts, &interrupts, device_sel.as_ref())?;
     let planned = s
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
-    let mut man = match &s.old {
-        Some(m) => {
-            let mut m = m.clone();
-            m.resumed.push(chrono::Utc::now().to_rfc3339());
-            m.finished_at = None;
-            m.stopped = None;
-            m.devices = device_indices;
-            m
-        }
-        None => s.new_manifest(opts, &info, &counted, planned, device_indices),
-    };
+    let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
     target.publish(&s, &man, &mut slots)?;
-    // Every combination's cache directories exist from the start (workers started before the
-    // run directory was published could not create theirs).
-    for c in &s.combos {
-        super::handle::create_cache_dirs(&spec, &c.vars)
-            .map_err(|e| io(&s, "creating the per-combination cache directories", e))?;
-    }
+    create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
     let ended = execute(
         &s,
@@ -187,6 +136,78 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         stopped,
         disagreements,
     })
+}
+
+/// Counts the sweep's units. Counted before anything is written; Ctrl-C stops the count (a
+/// --force'd sweep of 10^12 combinations takes that long) with nothing written: then None, and
+/// the message is printed here.
+fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<plan::PlanCount> {
+    if s.product > 1_000_000 {
+        eprintln!(
+            "counting the sweep's {} combinations (Ctrl-C stops)",
+            s.product
+        );
+    }
+    let counted = plan::count(&s.sweep, &s.combos, interrupts);
+    if counted.is_none() {
+        eprintln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
+    }
+    counted
+}
+
+/// Whether a resumed run has nothing left to do (it finished, with a row for every planned
+/// unit); if so, says so.
+fn nothing_to_do(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
+    if !s.nothing_to_do(r) {
+        return false;
+    }
+    println!(
+        "nothing to do: {} finished at {} with a row for every planned unit{}",
+        s.dir.display(),
+        s.old
+            .as_ref()
+            .and_then(|m| m.finished_at.as_deref())
+            .unwrap_or(""),
+        if opts.retry_interrupted {
+            ""
+        } else {
+            " (interrupted units run again with --retry-interrupted)"
+        }
+    );
+    true
+}
+
+/// The manifest this session writes: a resumed run's, stamped with this session's start and
+/// devices, or a new one.
+fn manifest_for(
+    s: &Setup,
+    opts: &RunOptions,
+    info: &BackendInfo,
+    counted: &plan::PlanCount,
+    planned: u64,
+    devices: Vec<usize>,
+) -> Manifest {
+    match &s.old {
+        Some(m) => {
+            let mut m = m.clone();
+            m.resumed.push(chrono::Utc::now().to_rfc3339());
+            m.finished_at = None;
+            m.stopped = None;
+            m.devices = devices;
+            m
+        }
+        None => s.new_manifest(opts, info, counted, planned, devices),
+    }
+}
+
+/// Every combination's cache directories exist from the start (workers started before the
+/// run directory was published could not create theirs).
+fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
+    for c in &s.combos {
+        super::handle::create_cache_dirs(spec, &c.vars)
+            .map_err(|e| io(s, "creating the per-combination cache directories", e))?;
+    }
+    Ok(())
 }
 
 fn io(s: &Setup, what: &str, e: std::io::Error) -> CmdError {
@@ -221,6 +242,40 @@ impl Target {
         })
     }
 
+    /// Starts the run's workers, logging under workers/ where the run is being written: one
+    /// slot per device, each with its first worker started on the first env combination.
+    fn start_workers(
+        &self,
+        s: &Setup,
+        opts: &RunOptions,
+        interrupts: &Arc<AtomicUsize>,
+        device_sel: Option<&DeviceSel>,
+    ) -> Result<Workers, CmdError> {
+        let logs = self.work_dir.join("workers");
+        std::fs::create_dir_all(&logs).map_err(|e| io(s, "creating workers/", e))?;
+        let spec = s.worker_spec(opts)?;
+        let first_env = s.combos.first().map(|c| c.vars.clone()).unwrap_or_default();
+        let first = Env {
+            index: 0,
+            trial: 1,
+            vars: &first_env,
+        };
+        // Nothing ran when this fails: the staging guard leaves no directory behind.
+        let (slots, info, devices) =
+            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, first)?;
+        // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
+        // not read CPU numbers unawares); the manifest keeps the same words.
+        if let Some(note) = &info.picked {
+            eprintln!("note: {note}");
+        }
+        Ok(Workers {
+            spec,
+            slots,
+            info,
+            devices,
+        })
+    }
+
     /// Writes strategy.json, the manifest and (for a new run) results.csv's header, then
     /// renames a new run into place and takes its lock.
     fn publish(&mut self, s: &Setup, man: &Manifest, slots: &mut [Slot]) -> Result<(), CmdError> {
@@ -251,6 +306,16 @@ impl Target {
         self.lock = Some(setup::lock(&s.dir)?);
         Ok(())
     }
+}
+
+/// The run's started workers (one slot per device) and what their first handshake said.
+struct Workers {
+    spec: WorkerSpec,
+    slots: Vec<Slot>,
+    /// The backend's info for the manifest (its `devices`: one per slot).
+    info: BackendInfo,
+    /// The slots' device indices (empty without `--devices`).
+    devices: Vec<usize>,
 }
 
 /// The recorder, holding what is already done: the reconciled rows (resume.rs, written back

@@ -14,87 +14,104 @@ pub fn from_env(
     get: impl Fn(&str) -> Option<String>,
     count: Option<u32>,
 ) -> Result<ShardRecord, String> {
-    let num = |name: &str| -> Result<Option<u64>, String> {
-        match get(name) {
-            None => Ok(None),
-            Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-                format!("--shard-from-env: {name}={v:?} is not a non-negative whole number")
-            }),
-        }
-    };
+    let num = |name: &str| number(&get, name);
     if let Some(id) = num("SLURM_ARRAY_TASK_ID")? {
-        let Some(n) = num("SLURM_ARRAY_TASK_COUNT")? else {
-            return Err(
-                "--shard-from-env: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not; \
-                 pass --shard I/N instead"
-                    .into(),
-            );
-        };
-        let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-        let step = num("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-        let from = format!(
-            "SLURM_ARRAY_TASK_ID={id} (SLURM_ARRAY_TASK_MIN={min}, SLURM_ARRAY_TASK_STEP={step}, SLURM_ARRAY_TASK_COUNT={n})"
-        );
-        if let Some(c) = count
-            && u64::from(c) != n
-        {
-            return Err(format!(
-                "--shard-from-env: --shard-count {c} disagrees with SLURM_ARRAY_TASK_COUNT={n}"
-            ));
-        }
-        let not_range = || {
-            format!(
-                "--shard-from-env: {from} is not a task of a contiguous array; \
-                 submit the array as a range (sbatch --array=0-{}) or pass --shard I/N",
-                n.saturating_sub(1)
-            )
-        };
-        if id < min || (id - min) % step != 0 {
-            return Err(not_range());
-        }
-        if let Some(max) = num("SLURM_ARRAY_TASK_MAX")?
-            && (max < min || (max - min) / step + 1 != n)
-        {
-            return Err(not_range());
-        }
-        let index = (id - min) / step;
-        if index >= n {
-            return Err(not_range());
-        }
-        let shard = Shard::new(to_u32(index + 1)?, to_u32(n)?)
-            .map_err(|e| format!("--shard-from-env: {from}: {e}"))?;
-        return Ok(ShardRecord {
-            index: shard.index,
-            count: shard.count,
-            from,
-        });
+        return from_slurm(id, &num, count);
     }
     if let Some(index) = num("JOB_COMPLETION_INDEX")? {
-        let Some(n) = count else {
-            return Err(format!(
-                "--shard-from-env: JOB_COMPLETION_INDEX={index} is set but the shard count is not; \
-                 pass --shard-count N (the Job's completions)"
-            ));
-        };
-        let from = format!("JOB_COMPLETION_INDEX={index} (--shard-count {n})");
-        if index >= u64::from(n) {
-            return Err(format!(
-                "--shard-from-env: {from}: the index must be below the count (0-based)"
-            ));
-        }
-        let shard = Shard::new(to_u32(index + 1)?, n)
-            .map_err(|e| format!("--shard-from-env: {from}: {e}"))?;
-        return Ok(ShardRecord {
-            index: shard.index,
-            count: shard.count,
-            from,
-        });
+        return from_kubernetes(index, count);
     }
     Err(
         "--shard-from-env: neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX \
          (a Kubernetes indexed Job) is set; pass --shard I/N instead"
             .into(),
     )
+}
+
+/// The variable `name` as a whole number, None when it is not set.
+fn number(get: &impl Fn(&str) -> Option<String>, name: &str) -> Result<Option<u64>, String> {
+    match get(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+            format!("--shard-from-env: {name}={v:?} is not a non-negative whole number")
+        }),
+    }
+}
+
+/// The shard of Slurm array task `id` (`SLURM_ARRAY_TASK_ID`); `num` reads the array's other
+/// variables.
+fn from_slurm(
+    id: u64,
+    num: &dyn Fn(&str) -> Result<Option<u64>, String>,
+    count: Option<u32>,
+) -> Result<ShardRecord, String> {
+    let Some(n) = num("SLURM_ARRAY_TASK_COUNT")? else {
+        return Err(
+            "--shard-from-env: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not; \
+             pass --shard I/N instead"
+                .into(),
+        );
+    };
+    let min = num("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+    let step = num("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+    let from = format!(
+        "SLURM_ARRAY_TASK_ID={id} (SLURM_ARRAY_TASK_MIN={min}, SLURM_ARRAY_TASK_STEP={step}, SLURM_ARRAY_TASK_COUNT={n})"
+    );
+    if let Some(c) = count
+        && u64::from(c) != n
+    {
+        return Err(format!(
+            "--shard-from-env: --shard-count {c} disagrees with SLURM_ARRAY_TASK_COUNT={n}"
+        ));
+    }
+    let not_range = || {
+        format!(
+            "--shard-from-env: {from} is not a task of a contiguous array; \
+             submit the array as a range (sbatch --array=0-{}) or pass --shard I/N",
+            n.saturating_sub(1)
+        )
+    };
+    if id < min || !(id - min).is_multiple_of(step) {
+        return Err(not_range());
+    }
+    if let Some(max) = num("SLURM_ARRAY_TASK_MAX")?
+        && (max < min || (max - min) / step + 1 != n)
+    {
+        return Err(not_range());
+    }
+    let index = (id - min) / step;
+    if index >= n {
+        return Err(not_range());
+    }
+    record(to_u32(index + 1)?, to_u32(n)?, from)
+}
+
+/// The shard of Kubernetes indexed Job completion `index` (`JOB_COMPLETION_INDEX`, 0-based),
+/// of `--shard-count` shards.
+fn from_kubernetes(index: u64, count: Option<u32>) -> Result<ShardRecord, String> {
+    let Some(n) = count else {
+        return Err(format!(
+            "--shard-from-env: JOB_COMPLETION_INDEX={index} is set but the shard count is not; \
+             pass --shard-count N (the Job's completions)"
+        ));
+    };
+    let from = format!("JOB_COMPLETION_INDEX={index} (--shard-count {n})");
+    if index >= u64::from(n) {
+        return Err(format!(
+            "--shard-from-env: {from}: the index must be below the count (0-based)"
+        ));
+    }
+    record(to_u32(index + 1)?, n, from)
+}
+
+/// Shard `index` (1-based) of `count`, recording where it came from.
+fn record(index: u32, count: u32, from: String) -> Result<ShardRecord, String> {
+    let shard = Shard::new(index, count).map_err(|e| format!("--shard-from-env: {from}: {e}"))?;
+    Ok(ShardRecord {
+        index: shard.index,
+        count: shard.count,
+        from,
+    })
 }
 
 fn to_u32(v: u64) -> Result<u32, String> {

@@ -25,29 +25,52 @@ pub fn start_slots(
     sel: Option<&DeviceSel>,
     first: Env,
 ) -> Result<(Vec<Slot>, BackendInfo, Vec<usize>), CmdError> {
-    let new_sup = |spec: WorkerSpec| {
-        Supervisor::new(
-            spec,
-            logs.to_path_buf(),
-            sweep.limits.clone(),
-            Arc::clone(interrupts),
-        )
-    };
-    // A backend that answered and cannot run here is bad input (exit 2, as a missing
-    // library always was); a worker that failed before answering is a failure.
-    let did_not_start = |sup: &Supervisor, backend: &str, what: &str, why: String| {
-        if sup.info.as_ref().is_some_and(|i| !i.available) {
-            CmdError::BadInput(format!(
-                "the {backend} backend cannot run here{what}: {why}"
-            ))
-        } else {
-            CmdError::Failure(format!(
-                "the {backend} backend's worker{what} did not start: {why}"
-            ))
-        }
+    let make = Supervisors {
+        logs,
+        sweep,
+        interrupts,
     };
     let Some(sel) = sel else {
-        let mut sup = new_sup(spec.clone());
+        return make.single_slot(spec, first);
+    };
+    let seen = make.probe(spec, first)?;
+    let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
+    let count = if seen.device_count > 0 {
+        seen.device_count
+    } else {
+        seen.devices.len()
+    };
+    let defs =
+        devices::slots(sel, &seen.backend, count, parent.as_deref()).map_err(CmdError::BadInput)?;
+    let (slots, info) = make.device_slots(spec, seen, &defs, first)?;
+    Ok((slots, info, defs.iter().map(|d| d.index).collect()))
+}
+
+/// What every supervisor of the run shares: where workers log, the sweep's limits, Ctrl-C.
+struct Supervisors<'a> {
+    logs: &'a Path,
+    sweep: &'a Sweep,
+    interrupts: &'a Arc<AtomicUsize>,
+}
+
+impl Supervisors<'_> {
+    /// A supervisor (no worker started yet) for workers of `spec`.
+    fn new_sup(&self, spec: WorkerSpec) -> Supervisor {
+        Supervisor::new(
+            spec,
+            self.logs.to_path_buf(),
+            self.sweep.limits.clone(),
+            Arc::clone(self.interrupts),
+        )
+    }
+
+    /// Without `--devices`: one slot, its worker on whatever devices the backend sees.
+    fn single_slot(
+        &self,
+        spec: &WorkerSpec,
+        first: Env,
+    ) -> Result<(Vec<Slot>, BackendInfo, Vec<usize>), CmdError> {
+        let mut sup = self.new_sup(spec.clone());
         let info = match sup.start(first) {
             Ok(i) => i,
             Err(o) => {
@@ -61,58 +84,82 @@ pub fn start_slots(
             label: String::new(),
             device,
         };
-        return Ok((vec![slot], info, Vec::new()));
-    };
-    let mut probe = new_sup(WorkerSpec {
-        tag: "probe-".into(),
-        ..spec.clone()
-    });
-    let seen = probe.start(first);
-    probe.shutdown();
-    let seen = seen.map_err(|o| did_not_start(&probe, &spec.backend, "", o.error))?;
-    let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
-    let count = if seen.device_count > 0 {
-        seen.device_count
-    } else {
-        seen.devices.len()
-    };
-    let defs =
-        devices::slots(sel, &seen.backend, count, parent.as_deref()).map_err(CmdError::BadInput)?;
-    let mut slots = Vec::new();
-    let mut names = Vec::new();
-    let mut info: Option<BackendInfo> = None;
-    for d in &defs {
-        let mut sup = new_sup(WorkerSpec {
-            // The backend `auto` resolved to, so every pool opens the same one.
-            backend: seen.backend.clone(),
-            extra_env: d.env.clone(),
-            tag: format!("dev{}-", d.index),
+        Ok((vec![slot], info, Vec::new()))
+    }
+
+    /// An unrestricted worker, started and ended: which backend `auto` is and how many devices
+    /// it sees.
+    fn probe(&self, spec: &WorkerSpec, first: Env) -> Result<BackendInfo, CmdError> {
+        let mut probe = self.new_sup(WorkerSpec {
+            tag: "probe-".into(),
             ..spec.clone()
         });
-        let i = match sup.start(first) {
-            Ok(i) => i,
-            Err(o) => {
-                sup.shutdown();
-                for s in &mut slots {
-                    let s: &mut Slot = s;
-                    s.sup.shutdown();
-                }
-                let what = format!(" for device {}", d.index);
-                return Err(did_not_start(&sup, &seen.backend, &what, o.error));
-            }
-        };
-        let device = i.devices.first().cloned().unwrap_or_default();
-        names.push(device.clone());
-        info.get_or_insert(i);
-        slots.push(Slot {
-            sup,
-            label: d.index.to_string(),
-            device,
-        });
+        let seen = probe.start(first);
+        probe.shutdown();
+        seen.map_err(|o| did_not_start(&probe, &spec.backend, "", o.error))
     }
-    let picked = seen.picked.clone();
-    let mut info = info.unwrap_or(seen);
-    info.devices = names;
-    info.picked = picked;
-    Ok((slots, info, defs.iter().map(|d| d.index).collect()))
+
+    /// One slot per `--devices` entry, each worker restricted to its device, opening the
+    /// backend the probe (`seen`) found: the slots, and the backend's info for the manifest
+    /// (the first worker's, with every slot's device). When one fails, those started are shut
+    /// down.
+    fn device_slots(
+        &self,
+        spec: &WorkerSpec,
+        seen: BackendInfo,
+        defs: &[devices::Slot],
+        first: Env,
+    ) -> Result<(Vec<Slot>, BackendInfo), CmdError> {
+        let mut slots = Vec::new();
+        let mut names = Vec::new();
+        let mut info: Option<BackendInfo> = None;
+        for d in defs {
+            let mut sup = self.new_sup(WorkerSpec {
+                // The backend `auto` resolved to, so every pool opens the same one.
+                backend: seen.backend.clone(),
+                extra_env: d.env.clone(),
+                tag: format!("dev{}-", d.index),
+                ..spec.clone()
+            });
+            let i = match sup.start(first) {
+                Ok(i) => i,
+                Err(o) => {
+                    sup.shutdown();
+                    for s in &mut slots {
+                        let s: &mut Slot = s;
+                        s.sup.shutdown();
+                    }
+                    let what = format!(" for device {}", d.index);
+                    return Err(did_not_start(&sup, &seen.backend, &what, o.error));
+                }
+            };
+            let device = i.devices.first().cloned().unwrap_or_default();
+            names.push(device.clone());
+            info.get_or_insert(i);
+            slots.push(Slot {
+                sup,
+                label: d.index.to_string(),
+                device,
+            });
+        }
+        let picked = seen.picked.clone();
+        let mut info = info.unwrap_or(seen);
+        info.devices = names;
+        info.picked = picked;
+        Ok((slots, info))
+    }
+}
+
+/// A backend that answered and cannot run here is bad input (exit 2, as a missing library
+/// always was); a worker that failed before answering is a failure.
+fn did_not_start(sup: &Supervisor, backend: &str, what: &str, why: String) -> CmdError {
+    if sup.info.as_ref().is_some_and(|i| !i.available) {
+        CmdError::BadInput(format!(
+            "the {backend} backend cannot run here{what}: {why}"
+        ))
+    } else {
+        CmdError::Failure(format!(
+            "the {backend} backend's worker{what} did not start: {why}"
+        ))
+    }
 }

@@ -194,46 +194,24 @@ impl Supervisor {
                 }
                 Recv::Event(Event::Heartbeat) => {}
                 Recv::Event(Event::Fatal { message }) => {
-                    let tail = w.log_tail(TAIL);
+                    let failed = fatal(w, &phase, &message);
                     self.discard();
-                    return Err(Outcome::failed(
-                        Status::Error,
-                        &phase,
-                        format!("worker: {message}{}", with_tail(&tail)),
-                    ));
+                    return Err(failed);
                 }
                 Recv::Event(ev) if want(&ev) => return Ok(ev),
                 Recv::Event(_) => {}
                 Recv::Garbage(line) => garbage = Some(line),
                 Recv::Timeout => {
                     if phase_start.elapsed() >= limit {
-                        let tail = w.log_tail(TAIL);
-                        let pid = w.pid;
+                        let failed = hung(w, &phase, limit);
                         self.discard();
-                        return Err(Outcome::failed(
-                            Status::Hang,
-                            &phase,
-                            format!(
-                                "no progress in phase {phase} for {:.1} s (limit); worker {pid} killed{}",
-                                limit.as_secs_f64(),
-                                with_tail(&tail)
-                            ),
-                        ));
+                        return Err(failed);
                     }
                 }
                 Recv::Closed => {
-                    let st = w.wait_for(grace + Duration::from_secs(1));
-                    let tail = w.log_tail(TAIL);
+                    let failed = crashed(w, &phase, garbage.as_deref(), grace);
                     self.current = None;
-                    let mut msg = format!("worker {}", describe_exit(st));
-                    if let Some(g) = &garbage {
-                        msg.push_str(&format!("; last non-protocol line: {g}"));
-                    }
-                    return Err(Outcome::failed(
-                        Status::Crash,
-                        &phase,
-                        format!("{msg}{}", with_tail(&tail)),
-                    ));
+                    return Err(failed);
                 }
             }
         }
@@ -369,6 +347,46 @@ impl Supervisor {
     pub fn workers_spawned(&self) -> u64 {
         self.spawned
     }
+}
+
+/// The worker reported a fatal error in `phase`: its message and its log's tail. The caller
+/// kills the worker.
+fn fatal(w: &WorkerHandle, phase: &str, message: &str) -> Outcome {
+    let tail = w.log_tail(TAIL);
+    Outcome::failed(
+        Status::Error,
+        phase,
+        format!("worker: {message}{}", with_tail(&tail)),
+    )
+}
+
+/// The worker made no progress in `phase` within its limit: a hang, with the pid and the log's
+/// tail. The caller kills the worker.
+fn hung(w: &WorkerHandle, phase: &str, limit: Duration) -> Outcome {
+    let tail = w.log_tail(TAIL);
+    let pid = w.pid;
+    Outcome::failed(
+        Status::Hang,
+        phase,
+        format!(
+            "no progress in phase {phase} for {:.1} s (limit); worker {pid} killed{}",
+            limit.as_secs_f64(),
+            with_tail(&tail)
+        ),
+    )
+}
+
+/// The worker closed its end: a crash, with how it exited (waited for up to `grace` and a
+/// second), the last line it printed that was not the protocol, and the log's tail. The caller
+/// drops the worker.
+fn crashed(w: &mut WorkerHandle, phase: &str, garbage: Option<&str>, grace: Duration) -> Outcome {
+    let st = w.wait_for(grace + Duration::from_secs(1));
+    let tail = w.log_tail(TAIL);
+    let mut msg = format!("worker {}", describe_exit(st));
+    if let Some(g) = garbage {
+        msg.push_str(&format!("; last non-protocol line: {g}"));
+    }
+    Outcome::failed(Status::Crash, phase, format!("{msg}{}", with_tail(&tail)))
 }
 
 fn with_tail(tail: &str) -> String {

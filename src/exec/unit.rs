@@ -1,12 +1,16 @@
 //! One unit from inputs to outcome: alloc/compile inside the backend, the first call, verification
 //! against the reference, then timing. Plain data in and out, so it can run inside a worker.
 
+// A step that fails ends the unit with its `Outcome` (the row it becomes); failures are the
+// cold path.
+#![allow(clippy::result_large_err)]
+
 use crate::backend::telemetry::Span;
-use crate::backend::{Backend, PhaseSink, UnitError};
+use crate::backend::{Backend, PhaseSink, Prepared, UnitError};
 use crate::op::inputs::seed_from_id;
 use crate::op::{Case, Inputs};
 use crate::results::status::Status;
-use crate::spec::policy::Policies;
+use crate::spec::policy::{Policies, TimingPolicy, VerifyPolicy};
 use crate::timing::{self, Batch, Stats};
 use crate::verify::{self, Reference, Verification};
 use serde::{Deserialize, Serialize};
@@ -141,21 +145,69 @@ fn run_inner(
         current: "alloc",
         outer: phases,
     };
-    t.phase("compile");
-    let mut prepared = match backend.prepare(&case.problem, solver, inputs, &mut t) {
+    let (mut prepared, first_call_s) = match first_call(backend, case, solver, inputs, &mut t) {
         Ok(p) => p,
-        Err(e) => return classify(e, t.current),
+        Err(failed) => return failed,
+    };
+    let mut outcome = prepared_outcome(prepared.as_ref(), first_call_s);
+
+    let vp = &policies.verify;
+    if !vp.enabled {
+        outcome.reference = "none (verification disabled)".into();
+    } else {
+        t.phase("verify");
+        if let Err(failed) = verify_output(
+            backend,
+            case,
+            inputs,
+            prepared.as_mut(),
+            vp,
+            cache,
+            &mut outcome,
+        ) {
+            return failed;
+        }
+    }
+
+    // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.
+    if outcome.status == Status::Ok && policies.timing.enabled {
+        t.phase("run");
+        if let Err(failed) = time(backend, prepared.as_mut(), &policies.timing, &mut outcome) {
+            return failed;
+        }
+    }
+    outcome
+}
+
+/// Prepares the unit (alloc and compile, inside the backend) and makes its first call: the
+/// prepared unit and the first call's seconds.
+fn first_call(
+    backend: &mut dyn Backend,
+    case: &Case,
+    solver: &str,
+    inputs: &Inputs,
+    t: &mut Tracker<'_>,
+) -> Result<(Box<dyn Prepared>, f64), Outcome> {
+    t.phase("compile");
+    let mut prepared = match backend.prepare(&case.problem, solver, inputs, t) {
+        Ok(p) => p,
+        Err(e) => return Err(classify(e, t.current)),
     };
     t.phase("run");
     let first = Instant::now();
     let first_device = match prepared.run(Batch::Single) {
         Ok(s) => s.call,
-        Err(e) => return classify(e, "run"),
+        Err(e) => return Err(classify(e, "run")),
     };
     // The first call's wall time includes lazy compilation and first touch; keep the larger.
     let first_call_s = first.elapsed().as_secs_f64().max(first_device);
+    Ok((prepared, first_call_s))
+}
 
-    let mut outcome = Outcome {
+/// The outcome of a unit that ran once: `ok` so far, with what preparing it told (compile
+/// times, workspace, what the library chose), before verification and timing.
+fn prepared_outcome(prepared: &dyn Prepared, first_call_s: f64) -> Outcome {
+    Outcome {
         status: Status::Ok,
         phase: String::new(),
         error: String::new(),
@@ -175,96 +227,121 @@ fn run_inner(
         wall_s: 0.0,
         trials: 0,
         trial_medians: Vec::new(),
+    }
+}
+
+/// Compares the output with a reference: sets the outcome's reference, verification and (when
+/// the output is wrong) its status. Err when the output cannot be read.
+fn verify_output(
+    backend: &mut dyn Backend,
+    case: &Case,
+    inputs: &Inputs,
+    prepared: &mut dyn Prepared,
+    vp: &VerifyPolicy,
+    cache: &mut ReferenceCache,
+    outcome: &mut Outcome,
+) -> Result<(), Outcome> {
+    let output = match prepared.output() {
+        Ok(o) => o,
+        Err(e) => return Err(classify(e, "verify")),
     };
+    let check = case
+        .problem
+        .check(vp.tolerance_scale * prepared.tolerance_factor());
+    match find_reference(backend, case, inputs, check, vp, cache) {
+        Ok(Some((reference, name))) => {
+            outcome.reference = name.clone();
+            let v = verify::verify(&output, &reference, check);
+            cache.entry = Some((case.id.clone(), reference, name));
+            outcome.status = v.verdict.into();
+            if outcome.status != Status::Ok {
+                outcome.phase = "verify".into();
+                outcome.error = v.detail.clone();
+            }
+            outcome.verification = Some(v);
+        }
+        Ok(None) => outcome.reference = "none".into(),
+        Err(why) => outcome.reference = why,
+    }
+    Ok(())
+}
 
-    let vp = &policies.verify;
+/// The reference for the case and its name: the cached one when the last unit was the same
+/// case, else computed on the CPU, or on the device when too large for the CPU. Err says why
+/// there is none (the `reference` column).
+fn find_reference(
+    backend: &mut dyn Backend,
+    case: &Case,
+    inputs: &Inputs,
+    check: verify::Check,
+    vp: &VerifyPolicy,
+    cache: &mut ReferenceCache,
+) -> Result<Option<(Reference, String)>, String> {
     let ref_gflop = case.problem.reference_flops() / 1e9;
-    if !vp.enabled {
-        outcome.reference = "none (verification disabled)".into();
-    } else {
-        t.phase("verify");
-        let output = match prepared.output() {
-            Ok(o) => o,
-            Err(e) => return classify(e, "verify"),
-        };
-        let check = case
-            .problem
-            .check(vp.tolerance_scale * prepared.tolerance_factor());
-        let cached = match cache.entry.take() {
-            Some((id, r, name)) if id == case.id => Some((r, name)),
-            _ => None,
-        };
-        let found = match cached {
-            Some(hit) => Ok(Some(hit)),
-            None if ref_gflop <= vp.max_reference_gflop => {
-                let name = match check {
-                    verify::Check::Normal { .. } => "statistical",
-                    verify::Check::BitExact => "cpu-exact",
-                    verify::Check::Close(_) => "cpu-f64",
-                };
-                Ok(Some((
-                    case.problem
-                        .reference(inputs)
-                        .unwrap_or(Reference::Values(Vec::new())),
-                    name.to_string(),
-                )))
-            }
-            // Too large for the CPU: a reference kernel on the device, where the backend has one.
-            None => match backend.device_reference(&case.problem, inputs) {
-                Some(Ok(r)) => Ok(Some(r)),
-                Some(Err(e)) => Err(format!("none (the device reference failed: {e})")),
-                None => Err(format!(
-                    "none (reference needs {ref_gflop:.1} GFLOP > max_reference_gflop {})",
-                    vp.max_reference_gflop
-                )),
-            },
-        };
-        match found {
-            Ok(Some((reference, name))) => {
-                outcome.reference = name.clone();
-                let v = verify::verify(&output, &reference, check);
-                cache.entry = Some((case.id.clone(), reference, name));
-                outcome.status = v.verdict.into();
-                if outcome.status != Status::Ok {
-                    outcome.phase = "verify".into();
-                    outcome.error = v.detail.clone();
-                }
-                outcome.verification = Some(v);
-            }
-            Ok(None) => outcome.reference = "none".into(),
-            Err(why) => outcome.reference = why,
+    let cached = match cache.entry.take() {
+        Some((id, r, name)) if id == case.id => Some((r, name)),
+        _ => None,
+    };
+    match cached {
+        Some(hit) => Ok(Some(hit)),
+        None if ref_gflop <= vp.max_reference_gflop => {
+            let name = match check {
+                verify::Check::Normal { .. } => "statistical",
+                verify::Check::BitExact => "cpu-exact",
+                verify::Check::Close(_) => "cpu-f64",
+            };
+            Ok(Some((
+                case.problem
+                    .reference(inputs)
+                    .unwrap_or(Reference::Values(Vec::new())),
+                name.to_string(),
+            )))
         }
+        // Too large for the CPU: a reference kernel on the device, where the backend has one.
+        None => match backend.device_reference(&case.problem, inputs) {
+            Some(Ok(r)) => Ok(Some(r)),
+            Some(Err(e)) => Err(format!("none (the device reference failed: {e})")),
+            None => Err(format!(
+                "none (reference needs {ref_gflop:.1} GFLOP > max_reference_gflop {})",
+                vp.max_reference_gflop
+            )),
+        },
     }
+}
 
-    // Wrong outputs are not timed: the time of a kernel that did not do its work means nothing.
-    if outcome.status == Status::Ok && policies.timing.enabled {
-        t.phase("run");
-        if policies.timing.rotating_mib > 0
-            && let Err(e) = prepared.rotate_inputs(u64::from(policies.timing.rotating_mib) << 20)
-        {
-            return classify(e, "alloc");
-        }
-        let before = backend.telemetry();
-        let sample = |flush: bool| {
-            if flush {
-                prepared.flush_cache(u64::from(policies.timing.flush_mib) << 20);
-                prepared.run(Batch::Single)
-            } else {
-                prepared.run(Batch::Auto)
-            }
-        };
-        match timing::measure(&policies.timing, sample) {
-            Ok(m) => {
-                outcome.stats = Some(m.device);
-                outcome.call_stats = Some(m.call);
-                let span = Span {
-                    before,
-                    after: backend.telemetry(),
-                };
-                outcome.telemetry = (span != Span::default()).then_some(span);
-            }
-            Err(e) => return classify(e, "run"),
-        }
+/// Times the unit (`[timing]`): sets the outcome's device and call statistics and the
+/// telemetry around them. Err when rotating the inputs or a timed call fails.
+fn time(
+    backend: &mut dyn Backend,
+    prepared: &mut dyn Prepared,
+    tp: &TimingPolicy,
+    outcome: &mut Outcome,
+) -> Result<(), Outcome> {
+    if tp.rotating_mib > 0
+        && let Err(e) = prepared.rotate_inputs(u64::from(tp.rotating_mib) << 20)
+    {
+        return Err(classify(e, "alloc"));
     }
-    outcome
+    let before = backend.telemetry();
+    let sample = |flush: bool| {
+        if flush {
+            prepared.flush_cache(u64::from(tp.flush_mib) << 20);
+            prepared.run(Batch::Single)
+        } else {
+            prepared.run(Batch::Auto)
+        }
+    };
+    match timing::measure(tp, sample) {
+        Ok(m) => {
+            outcome.stats = Some(m.device);
+            outcome.call_stats = Some(m.call);
+            let span = Span {
+                before,
+                after: backend.telemetry(),
+            };
+            outcome.telemetry = (span != Span::default()).then_some(span);
+            Ok(())
+        }
+        Err(e) => Err(classify(e, "run")),
+    }
 }
