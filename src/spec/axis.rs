@@ -19,6 +19,32 @@ pub fn is_generator(text: &str) -> bool {
 /// Expands a generator. `base` is the byte offset of `text` in its source, for error spans.
 pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
     let whole = base..base + text.len();
+    let lead = text.len() - text.trim_start().len();
+    let (name, inner, inner_base) = split_call(text, base)?;
+    let (range_text, step_text) = match inner.split_once(',') {
+        Some((r, s)) => (r, Some((s, inner_base + r.len() + 1))),
+        None => (inner, None),
+    };
+    let (lo, hi, inclusive) = parse_range(range_text, inner_base)?;
+    let step = match step_text {
+        None => 1,
+        Some((s, s_base)) => parse_step(name, s, s_base)?,
+    };
+    let last = last_value(lo, hi, inclusive, &whole)?;
+    match name {
+        "range" => expand_range(lo, last, step, whole),
+        "pow2" => expand_pow2(lo, last, whole),
+        other => Err((
+            base + lead..base + lead + other.len(),
+            format!("unknown generator `{other}`, expected pow2(a..=b) or range(a..=b, step=s)"),
+        )),
+    }
+}
+
+/// Splits `name(inner)` into the name, the text between the parentheses and that text's byte
+/// offset in the source.
+fn split_call(text: &str, base: usize) -> Result<(&str, &str, usize), Located> {
+    let whole = base..base + text.len();
     let trimmed = text.trim();
     let lead = text.len() - text.trim_start().len();
     let (name, rest) = trimmed
@@ -30,36 +56,34 @@ pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
             format!("`{name}(...)` is missing its closing `)`"),
         )
     })?;
-    let inner_base = base + lead + name.len() + 1;
-    let (range_text, step_text) = match inner.split_once(',') {
-        Some((r, s)) => (r, Some((s, inner_base + r.len() + 1))),
-        None => (inner, None),
-    };
-    let (lo, hi, inclusive) = parse_range(range_text, inner_base)?;
-    let step = match step_text {
-        None => 1,
-        Some((s, s_base)) => {
-            let span = trimmed_span(s, s_base);
-            if name == "pow2" {
-                return Err((span, "pow2(...) takes no step; it doubles".into()));
-            }
-            let st = s.trim();
-            let val = st
-                .strip_prefix("step")
-                .map(str::trim_start)
-                .and_then(|r| r.strip_prefix('='));
-            let val =
-                val.ok_or_else(|| (span.clone(), format!("expected `step=N`, found `{st}`")))?;
-            let step = parse_int(val.trim(), span.clone())?;
-            if step <= 0 {
-                return Err((
-                    span,
-                    format!("step must be a positive integer, found {step}"),
-                ));
-            }
-            step
-        }
-    };
+    Ok((name, inner, base + lead + name.len() + 1))
+}
+
+/// Reads the `step=N` of generator `name` (found at byte `base`): a positive integer, and only
+/// for `range`.
+fn parse_step(name: &str, s: &str, base: usize) -> Result<i64, Located> {
+    let span = trimmed_span(s, base);
+    if name == "pow2" {
+        return Err((span, "pow2(...) takes no step; it doubles".into()));
+    }
+    let st = s.trim();
+    let val = st
+        .strip_prefix("step")
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix('='));
+    let val = val.ok_or_else(|| (span.clone(), format!("expected `step=N`, found `{st}`")))?;
+    let step = parse_int(val.trim(), span.clone())?;
+    if step <= 0 {
+        return Err((
+            span,
+            format!("step must be a positive integer, found {step}"),
+        ));
+    }
+    Ok(step)
+}
+
+/// The last value the range `lo..hi` (or `lo..=hi`) holds; refuses an empty or inverted range.
+fn last_value(lo: i64, hi: i64, inclusive: bool, whole: &Range<usize>) -> Result<i64, Located> {
     let last = if inclusive {
         Some(hi)
     } else {
@@ -72,7 +96,7 @@ pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
     if inverted {
         if !inclusive && lo == hi {
             return Err((
-                whole,
+                whole.clone(),
                 format!(
                     "empty range {lo}..{hi} holds no values (write {lo}..={hi} to include {hi})"
                 ),
@@ -80,52 +104,48 @@ pub fn expand_generator(text: &str, base: usize) -> Result<Vec<i64>, Located> {
         }
         let op = if inclusive { "..=" } else { ".." };
         return Err((
-            whole,
+            whole.clone(),
             format!("inverted range {lo}{op}{hi}: the start must not be past the end"),
         ));
     }
-    let last = last.unwrap_or(lo);
-    match name {
-        "range" => {
-            let count = ((last as i128 - lo as i128) / step as i128 + 1) as u64;
-            if count > MAX_AXIS_LEN {
-                return Err((
-                    whole,
-                    format!(
-                        "range has {count} values, more than the {MAX_AXIS_LEN} an axis may hold"
-                    ),
-                ));
-            }
-            Ok((0..count as i64).map(|i| lo + i * step).collect())
-        }
-        "pow2" => {
-            if lo < 1 {
-                return Err((
-                    whole,
-                    format!("pow2 needs a start of at least 1, found {lo}"),
-                ));
-            }
-            let mut v = Vec::new();
-            let mut p: i64 = 1;
-            while p <= last {
-                if p >= lo {
-                    v.push(p);
-                }
-                p = match p.checked_mul(2) {
-                    Some(next) => next,
-                    None => break,
-                };
-            }
-            if v.is_empty() {
-                return Err((whole, format!("pow2({lo}..={last}) holds no power of two")));
-            }
-            Ok(v)
-        }
-        other => Err((
-            base + lead..base + lead + other.len(),
-            format!("unknown generator `{other}`, expected pow2(a..=b) or range(a..=b, step=s)"),
-        )),
+    Ok(last.unwrap_or(lo))
+}
+
+/// `range(lo..=last, step)`: every `step`-th integer, at most [`MAX_AXIS_LEN`] of them.
+fn expand_range(lo: i64, last: i64, step: i64, whole: Range<usize>) -> Result<Vec<i64>, Located> {
+    let count = ((last as i128 - lo as i128) / step as i128 + 1) as u64;
+    if count > MAX_AXIS_LEN {
+        return Err((
+            whole,
+            format!("range has {count} values, more than the {MAX_AXIS_LEN} an axis may hold"),
+        ));
     }
+    Ok((0..count as i64).map(|i| lo + i * step).collect())
+}
+
+/// `pow2(lo..=last)`: the powers of two from `lo` to `last`, at least one.
+fn expand_pow2(lo: i64, last: i64, whole: Range<usize>) -> Result<Vec<i64>, Located> {
+    if lo < 1 {
+        return Err((
+            whole,
+            format!("pow2 needs a start of at least 1, found {lo}"),
+        ));
+    }
+    let mut v = Vec::new();
+    let mut p: i64 = 1;
+    while p <= last {
+        if p >= lo {
+            v.push(p);
+        }
+        p = match p.checked_mul(2) {
+            Some(next) => next,
+            None => break,
+        };
+    }
+    if v.is_empty() {
+        return Err((whole, format!("pow2({lo}..={last}) holds no power of two")));
+    }
+    Ok(v)
 }
 
 fn parse_range(text: &str, base: usize) -> Result<(i64, i64, bool), Located> {

@@ -9,6 +9,7 @@ use super::reader::{Cx, Sp};
 use super::{Axis, Dim, Weight};
 use crate::op::OpKind;
 use crate::op::value::Value;
+use std::borrow::Cow;
 use std::ops::Range;
 use toml::de::DeValue;
 
@@ -37,108 +38,166 @@ pub(super) fn read(
             "`cases` is empty, expected at least one [[cases]]",
         ));
     }
-    let mut axes: Vec<Axis> = Vec::new();
-    let mut weights: Vec<Option<Weight>> = Vec::new();
-    let outer_seen = seen.len();
+    let mut acc = Collected {
+        axes: Vec::new(),
+        weights: Vec::new(),
+        outer_seen: seen.len(),
+    };
     for (i, item) in items.iter().enumerate() {
-        let DeValue::Table(table) = item.get_ref() else {
-            return Err(cx.type_err(item, "cases", "a table of parameters"));
-        };
-        let mut names: Vec<String> = Vec::new();
-        let mut weight = None;
-        let mut traced = None;
-        for (key, val) in table.iter() {
-            match key.get_ref().as_ref() {
-                WEIGHT => weight = Some(positive(cx, val, WEIGHT)?),
-                TRACED_MS => traced = Some(non_negative(cx, val, TRACED_MS)?),
-                _ => {
-                    if matches!(val.get_ref(), DeValue::Array(_)) {
-                        return Err(cx.err(
-                            val.span(),
-                            format!(
-                                "case {}: `{}` is a list; a case gives one value per parameter (values to vary go under [axes])",
-                                i + 1,
-                                key.get_ref()
-                            ),
-                        ));
-                    }
-                    // Names may repeat across cases, not within one or with [axes]/[zip].
-                    let axis = cx.axis(op, key, val, &seen[..outer_seen], true)?;
-                    if axis.values.len() != 1 {
-                        return Err(cx.err(
-                            val.span(),
-                            format!(
-                                "case {}: `{}` makes {} values; a case gives one value per parameter",
-                                i + 1,
-                                axis.name,
-                                axis.values.len()
-                            ),
-                        ));
-                    }
-                    if i == 0 {
-                        seen.push((axis.name.clone(), key.span()));
-                        names.push(axis.name.clone());
-                        axes.push(axis);
-                    } else {
-                        let Some(a) = axes.iter_mut().find(|a| a.name == axis.name) else {
-                            return Err(cx.err(
-                                key.span(),
-                                format!(
-                                    "case {} gives `{}`, which case 1 does not; every case gives the same parameters",
-                                    i + 1,
-                                    axis.name
-                                ),
-                            ));
-                        };
-                        names.push(axis.name.clone());
-                        a.values.extend(axis.values);
-                    }
-                }
-            }
-        }
-        if traced.is_some() && weight.is_none() {
-            return Err(cx.err(
-                item.span(),
-                format!(
-                    "case {}: `traced_ms` needs `weight` (the calls it was traced over)",
-                    i + 1
-                ),
-            ));
-        }
-        if let Some(missing) = axes.iter().find(|a| !names.contains(&a.name)) {
-            return Err(cx.err(
-                item.span(),
-                format!(
-                    "case {} does not give `{}`, which case 1 gives; every case gives the same parameters",
-                    i + 1,
-                    missing.name
-                ),
-            ));
-        }
-        if i > 0 && weight.is_some() != weights[0].is_some() {
-            return Err(cx.err(
-                item.span(),
-                format!(
-                    "case {} {} `weight` and case 1 {}; give it in every case or in none",
-                    i + 1,
-                    if weight.is_some() {
-                        "gives"
-                    } else {
-                        "does not give"
-                    },
-                    if weights[0].is_some() {
-                        "does"
-                    } else {
-                        "does not"
-                    }
-                ),
-            ));
-        }
-        weights.push(weight.map(|calls| Weight {
-            calls,
-            traced_ms: traced,
-        }));
+        read_case(cx, op, i, item, seen, &mut acc)?;
     }
+    finish(cx, v, items, acc)
+}
+
+/// The cases read so far: one axis per parameter, holding a value per case, and each case's
+/// weight.
+struct Collected {
+    axes: Vec<Axis>,
+    weights: Vec<Option<Weight>>,
+    /// How many names `seen` held before the cases (those of [axes] and [zip]).
+    outer_seen: usize,
+}
+
+/// Reads case `i` (from 0): its parameters join the axes, its weight joins the weights.
+fn read_case(
+    cx: &Cx,
+    op: OpKind,
+    i: usize,
+    item: &Sp,
+    seen: &mut Vec<(String, Range<usize>)>,
+    acc: &mut Collected,
+) -> Result<(), SpecError> {
+    let DeValue::Table(table) = item.get_ref() else {
+        return Err(cx.type_err(item, "cases", "a table of parameters"));
+    };
+    let mut names: Vec<String> = Vec::new();
+    let mut weight = None;
+    let mut traced = None;
+    for (key, val) in table.iter() {
+        match key.get_ref().as_ref() {
+            WEIGHT => weight = Some(positive(cx, val, WEIGHT)?),
+            TRACED_MS => traced = Some(non_negative(cx, val, TRACED_MS)?),
+            _ => names.push(read_param(cx, op, i, key, val, seen, acc)?),
+        }
+    }
+    check_case(cx, i, item, &names, weight, traced, acc)?;
+    acc.weights.push(weight.map(|calls| Weight {
+        calls,
+        traced_ms: traced,
+    }));
+    Ok(())
+}
+
+/// Reads one parameter of case `i`: one value, which starts its axis in case 1 and extends the
+/// axis of the same name after. Returns the parameter's name.
+fn read_param(
+    cx: &Cx,
+    op: OpKind,
+    i: usize,
+    key: &toml::Spanned<Cow<str>>,
+    val: &Sp,
+    seen: &mut Vec<(String, Range<usize>)>,
+    acc: &mut Collected,
+) -> Result<String, SpecError> {
+    if matches!(val.get_ref(), DeValue::Array(_)) {
+        return Err(cx.err(
+            val.span(),
+            format!(
+                "case {}: `{}` is a list; a case gives one value per parameter (values to vary go under [axes])",
+                i + 1,
+                key.get_ref()
+            ),
+        ));
+    }
+    // Names may repeat across cases, not within one or with [axes]/[zip].
+    let axis = cx.axis(op, key, val, &seen[..acc.outer_seen], true)?;
+    if axis.values.len() != 1 {
+        return Err(cx.err(
+            val.span(),
+            format!(
+                "case {}: `{}` makes {} values; a case gives one value per parameter",
+                i + 1,
+                axis.name,
+                axis.values.len()
+            ),
+        ));
+    }
+    let name = axis.name.clone();
+    if i == 0 {
+        seen.push((axis.name.clone(), key.span()));
+        acc.axes.push(axis);
+    } else {
+        let Some(a) = acc.axes.iter_mut().find(|a| a.name == axis.name) else {
+            return Err(cx.err(
+                key.span(),
+                format!(
+                    "case {} gives `{}`, which case 1 does not; every case gives the same parameters",
+                    i + 1,
+                    axis.name
+                ),
+            ));
+        };
+        a.values.extend(axis.values);
+    }
+    Ok(name)
+}
+
+/// Refuses case `i` when it gives `traced_ms` without `weight`, leaves out a parameter that
+/// case 1 gives, or gives `weight` where case 1 does not (or the other way round).
+fn check_case(
+    cx: &Cx,
+    i: usize,
+    item: &Sp,
+    names: &[String],
+    weight: Option<f64>,
+    traced: Option<f64>,
+    acc: &Collected,
+) -> Result<(), SpecError> {
+    if traced.is_some() && weight.is_none() {
+        return Err(cx.err(
+            item.span(),
+            format!(
+                "case {}: `traced_ms` needs `weight` (the calls it was traced over)",
+                i + 1
+            ),
+        ));
+    }
+    if let Some(missing) = acc.axes.iter().find(|a| !names.contains(&a.name)) {
+        return Err(cx.err(
+            item.span(),
+            format!(
+                "case {} does not give `{}`, which case 1 gives; every case gives the same parameters",
+                i + 1,
+                missing.name
+            ),
+        ));
+    }
+    if i > 0 && weight.is_some() != acc.weights[0].is_some() {
+        return Err(cx.err(
+            item.span(),
+            format!(
+                "case {} {} `weight` and case 1 {}; give it in every case or in none",
+                i + 1,
+                if weight.is_some() {
+                    "gives"
+                } else {
+                    "does not give"
+                },
+                if acc.weights[0].is_some() {
+                    "does"
+                } else {
+                    "does not"
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the cases as a whole (some parameter, `traced_ms` in all or none, no problem twice)
+/// and makes the dimension; the weights stay only when every case has one.
+fn finish(cx: &Cx, v: &Sp, items: &[Sp], acc: Collected) -> Result<Dim, SpecError> {
+    let Collected { axes, weights, .. } = acc;
     if axes.is_empty() {
         return Err(cx.err(
             v.span(),

@@ -68,108 +68,129 @@ enum Tok {
     RParen,
 }
 
+/// Splits a filter into tokens with their byte spans (`base` is the filter's offset in its
+/// source).
 fn lex(src: &str, base: usize) -> Result<Vec<(Tok, Range<usize>)>, Located> {
     let b = src.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() {
         let c = b[i] as char;
-        let start = i;
         if c.is_ascii_whitespace() {
             i += 1;
             continue;
         }
-        if c.is_ascii_alphabetic() || c == '_' {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                i += 1;
-            }
-            let word = &src[start..i];
-            let tok = match word {
-                "and" => Tok::Op("&&"),
-                "or" => Tok::Op("||"),
-                "not" => Tok::Op("!"),
-                "true" => Tok::Num(Value::Bool(true)),
-                "false" => Tok::Num(Value::Bool(false)),
-                _ => Tok::Ident(word.to_string()),
-            };
-            out.push((tok, base + start..base + i));
-            continue;
-        }
-        if c.is_ascii_digit() || (c == '.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_') {
-                i += 1;
-            }
-            let text = src[start..i].replace('_', "");
-            let span = base + start..base + i;
-            let v = if let Ok(n) = text.parse::<i64>() {
-                Value::Int(n)
-            } else if let Ok(f) = text.parse::<f64>() {
-                Value::Float(f)
-            } else {
-                return Err((span, format!("bad number `{}`", &src[start..i])));
-            };
-            out.push((Tok::Num(v), span));
-            continue;
-        }
-        if c == '\'' || c == '"' {
-            let close = src[i + 1..].find(c).ok_or_else(|| {
-                (
-                    base + start..base + src.len(),
-                    "unterminated string literal".to_string(),
-                )
-            })?;
-            out.push((
-                Tok::Str(src[i + 1..i + 1 + close].to_string()),
-                base + start..base + i + close + 2,
-            ));
-            i += close + 2;
-            continue;
-        }
-        let two = src.get(i..i + 2).unwrap_or("");
-        let op: Option<&'static str> = match two {
-            "==" => Some("=="),
-            "!=" => Some("!="),
-            "<=" => Some("<="),
-            ">=" => Some(">="),
-            "&&" => Some("&&"),
-            "||" => Some("||"),
-            _ => None,
+        let (tok, end) = if c.is_ascii_alphabetic() || c == '_' {
+            lex_word(src, i)
+        } else if c.is_ascii_digit() || (c == '.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            lex_number(src, i, base)?
+        } else if c == '\'' || c == '"' {
+            lex_string(src, i, c, base)?
+        } else {
+            lex_operator(src, i, c, base)?
         };
-        if let Some(op) = op {
-            out.push((Tok::Op(op), base + i..base + i + 2));
-            i += 2;
-            continue;
-        }
-        let tok = match c {
-            '<' => Tok::Op("<"),
-            '>' => Tok::Op(">"),
-            '+' => Tok::Op("+"),
-            '-' => Tok::Op("-"),
-            '*' => Tok::Op("*"),
-            '/' => Tok::Op("/"),
-            '%' => Tok::Op("%"),
-            '!' => Tok::Op("!"),
-            '(' => Tok::LParen,
-            ')' => Tok::RParen,
-            '=' => {
-                return Err((
-                    base + i..base + i + 1,
-                    "unexpected `=`, expected `==` to compare".into(),
-                ));
-            }
-            _ => {
-                // `c` is one byte; name the whole (possibly multi-byte) character.
-                let other = src[i..].chars().next().unwrap_or(c);
-                return Err((
-                    base + i..base + i + other.len_utf8(),
-                    format!("unexpected character `{other}`"),
-                ));
-            }
-        };
-        out.push((tok, base + i..base + i + 1));
-        i += 1;
+        out.push((tok, base + i..base + end));
+        i = end;
     }
     Ok(out)
+}
+
+/// The word starting at byte `start`: a keyword (`and`, `or`, `not`, `true`, `false`) or an
+/// axis name. Returns the token and the byte after it.
+fn lex_word(src: &str, start: usize) -> (Tok, usize) {
+    let b = src.as_bytes();
+    let mut i = start;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    let word = &src[start..i];
+    let tok = match word {
+        "and" => Tok::Op("&&"),
+        "or" => Tok::Op("||"),
+        "not" => Tok::Op("!"),
+        "true" => Tok::Num(Value::Bool(true)),
+        "false" => Tok::Num(Value::Bool(false)),
+        _ => Tok::Ident(word.to_string()),
+    };
+    (tok, i)
+}
+
+/// The integer or float starting at byte `start` (`_` separates digits). Returns the token
+/// and the byte after it.
+fn lex_number(src: &str, start: usize, base: usize) -> Result<(Tok, usize), Located> {
+    let b = src.as_bytes();
+    let mut i = start;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_') {
+        i += 1;
+    }
+    let text = src[start..i].replace('_', "");
+    let span = base + start..base + i;
+    let v = if let Ok(n) = text.parse::<i64>() {
+        Value::Int(n)
+    } else if let Ok(f) = text.parse::<f64>() {
+        Value::Float(f)
+    } else {
+        return Err((span, format!("bad number `{}`", &src[start..i])));
+    };
+    Ok((Tok::Num(v), i))
+}
+
+/// The word in `quote`s starting at byte `start` (`'f16'` or `"f16"`). Returns the token and
+/// the byte after the closing quote.
+fn lex_string(src: &str, start: usize, quote: char, base: usize) -> Result<(Tok, usize), Located> {
+    let close = src[start + 1..].find(quote).ok_or_else(|| {
+        (
+            base + start..base + src.len(),
+            "unterminated string literal".to_string(),
+        )
+    })?;
+    let tok = Tok::Str(src[start + 1..start + 1 + close].to_string());
+    Ok((tok, start + close + 2))
+}
+
+/// The operator or parenthesis at byte `i` (whose first byte is `c`), two characters before
+/// one. Returns the token and the byte after it.
+fn lex_operator(src: &str, i: usize, c: char, base: usize) -> Result<(Tok, usize), Located> {
+    let two = src.get(i..i + 2).unwrap_or("");
+    let op: Option<&'static str> = match two {
+        "==" => Some("=="),
+        "!=" => Some("!="),
+        "<=" => Some("<="),
+        ">=" => Some(">="),
+        "&&" => Some("&&"),
+        "||" => Some("||"),
+        _ => None,
+    };
+    if let Some(op) = op {
+        return Ok((Tok::Op(op), i + 2));
+    }
+    let tok = match c {
+        '<' => Tok::Op("<"),
+        '>' => Tok::Op(">"),
+        '+' => Tok::Op("+"),
+        '-' => Tok::Op("-"),
+        '*' => Tok::Op("*"),
+        '/' => Tok::Op("/"),
+        '%' => Tok::Op("%"),
+        '!' => Tok::Op("!"),
+        '(' => Tok::LParen,
+        ')' => Tok::RParen,
+        '=' => {
+            return Err((
+                base + i..base + i + 1,
+                "unexpected `=`, expected `==` to compare".into(),
+            ));
+        }
+        _ => {
+            // `c` is one byte; name the whole (possibly multi-byte) character.
+            let other = src[i..].chars().next().unwrap_or(c);
+            return Err((
+                base + i..base + i + other.len_utf8(),
+                format!("unexpected character `{other}`"),
+            ));
+        }
+    };
+    Ok((tok, i + 1))
 }
 
 /// The longest filter expression, in bytes (README "Limits").

@@ -120,6 +120,7 @@ impl Parsed {
     }
 }
 
+/// Reads one `--axis NAME=VALUES`: the name must be an axis of the op.
 fn parse(op: OpKind, arg: &str) -> Result<Parsed, SpecError> {
     let text = Arc::new(arg.to_string());
     let cx = Cx {
@@ -146,6 +147,25 @@ fn parse(op: OpKind, arg: &str) -> Result<Parsed, SpecError> {
     })?;
     // Offsets of list items are relative to the text after `=`, whatever spacing the name has.
     let base = raw_name.len() + 1;
+    let values = parse_values(&cx, op, slot, name, list, base)?;
+    Ok(Parsed {
+        arg: arg.to_string(),
+        name: name.to_string(),
+        slot,
+        values,
+    })
+}
+
+/// Reads the comma list after `=` (at byte `base` of the argument): generators on an integer
+/// axis and plain values, each checked against the axis.
+fn parse_values(
+    cx: &Cx,
+    op: OpKind,
+    slot: usize,
+    name: &str,
+    list: &str,
+    base: usize,
+) -> Result<Vec<Value>, SpecError> {
     let is_int_axis = matches!(
         op.params().get(slot).map(|p| p.kind),
         Some(ParamKind::Int { .. })
@@ -194,12 +214,7 @@ fn parse(op: OpKind, arg: &str) -> Result<Parsed, SpecError> {
             values.push(v);
         }
     }
-    Ok(Parsed {
-        arg: arg.to_string(),
-        name: name.to_string(),
-        slot,
-        values,
-    })
+    Ok(values)
 }
 
 /// Applies one override on its own: replaces a plain axis or adds one; inside a zip group,
