@@ -90,26 +90,8 @@ impl RunData {
         let path = dir.join("results.csv");
         let mut rdr = csv::Reader::from_path(&path)
             .map_err(|e| CmdError::BadInput(format!("{}: {e}", path.display())))?;
-        let header: Vec<String> = rdr
-            .headers()
-            .map_err(|e| CmdError::BadInput(format!("{}: header: {e}", path.display())))?
-            .iter()
-            .map(String::from)
-            .collect();
-        // Older runs lack the optional columns; they read as empty.
-        let fixed = fixed_columns_of(&header);
-        for (i, want) in fixed.iter().enumerate() {
-            if header.get(i).map(String::as_str) != Some(want) {
-                return Err(CmdError::BadInput(format!(
-                    "{}: column {} should be `{want}`, found `{}` (not a rocsweep results.csv, or another version)",
-                    path.display(),
-                    i + 1,
-                    header.get(i).map(String::as_str).unwrap_or("")
-                )));
-            }
-        }
+        let (header, fixed) = read_header(&mut rdr, &path)?;
         let param_names: Vec<String> = header[fixed.len()..].to_vec();
-        let col = |name: &str| fixed.iter().position(|c| *c == name);
         let mut rows = Vec::new();
         for (i, rec) in rdr.records().enumerate() {
             let line = i + 2;
@@ -123,80 +105,13 @@ impl RunData {
                     header.len()
                 )));
             }
-            let text = |name: &str| col(name).and_then(|i| rec.get(i)).unwrap_or("").to_string();
-            let num = |name: &str| -> Result<Option<f64>, CmdError> {
-                let s = col(name).and_then(|i| rec.get(i)).unwrap_or("");
-                if s.is_empty() {
-                    return Ok(None);
-                }
-                s.parse::<f64>().map(Some).map_err(|_| {
-                    CmdError::BadInput(format!(
-                        "{}: line {line}, column `{name}`: expected a number, found `{s}`",
-                        path.display()
-                    ))
-                })
+            let record = Record {
+                path: &path,
+                line,
+                fixed: &fixed,
+                rec: &rec,
             };
-            let status_text = text("status");
-            let status = Status::parse(&status_text).ok_or_else(|| {
-                CmdError::BadInput(format!(
-                    "{}: line {line}, column `status`: unknown status `{status_text}`",
-                    path.display()
-                ))
-            })?;
-            rows.push(Row {
-                unit_id: text("unit_id"),
-                case_id: text("case_id"),
-                op: text("op"),
-                backend: text("backend"),
-                device: text("device"),
-                device_index: text("device_index"),
-                solver: text("solver"),
-                env: text("env"),
-                status,
-                phase: text("phase"),
-                error: text("error"),
-                reference: text("reference"),
-                max_abs_err: num("max_abs_err")?,
-                max_rel_err: num("max_rel_err")?,
-                first_call_ms: num("first_call_ms")?,
-                median_ms: num("median_ms")?,
-                p10_ms: num("p10_ms")?,
-                p90_ms: num("p90_ms")?,
-                samples: num("samples")?.map(|v| v as u64),
-                trials: num("trials")?.map(|v| v as u64),
-                trial_ms: {
-                    let t = text("trial_ms");
-                    let mut v = Vec::new();
-                    for part in t.split(';').filter(|p| !p.is_empty()) {
-                        match part.parse::<f64>() {
-                            Ok(x) if x.is_finite() && x > 0.0 => v.push(x),
-                            _ => {
-                                return Err(CmdError::BadInput(format!(
-                                    "{}: line {line}, column `trial_ms`: expected positive numbers separated by `;`, found `{t}`",
-                                    path.display()
-                                )));
-                            }
-                        }
-                    }
-                    v
-                },
-                gflops: num("gflops")?,
-                gbps: num("gbps")?,
-                workspace_bytes: num("workspace_bytes")?.map(|v| v as u64),
-                chosen: text("chosen"),
-                flops: num("flops")?,
-                bytes: num("bytes")?,
-                params: param_names
-                    .iter()
-                    .enumerate()
-                    .map(|(j, n)| {
-                        (
-                            n.clone(),
-                            rec.get(fixed.len() + j).unwrap_or("").to_string(),
-                        )
-                    })
-                    .collect(),
-            });
+            rows.push(record.row(&param_names)?);
         }
         Ok(RunData {
             dir: dir.to_path_buf(),
@@ -204,5 +119,144 @@ impl RunData {
             param_names,
             rows,
         })
+    }
+}
+
+/// The header of results.csv and the fixed columns it has, refused unless it starts with
+/// those in order.
+fn read_header(
+    rdr: &mut csv::Reader<std::fs::File>,
+    path: &Path,
+) -> Result<(Vec<String>, Vec<&'static str>), CmdError> {
+    let header: Vec<String> = rdr
+        .headers()
+        .map_err(|e| CmdError::BadInput(format!("{}: header: {e}", path.display())))?
+        .iter()
+        .map(String::from)
+        .collect();
+    // Older runs lack the optional columns; they read as empty.
+    let fixed = fixed_columns_of(&header);
+    for (i, want) in fixed.iter().enumerate() {
+        if header.get(i).map(String::as_str) != Some(want) {
+            return Err(CmdError::BadInput(format!(
+                "{}: column {} should be `{want}`, found `{}` (not a rocsweep results.csv, or another version)",
+                path.display(),
+                i + 1,
+                header.get(i).map(String::as_str).unwrap_or("")
+            )));
+        }
+    }
+    Ok((header, fixed))
+}
+
+/// One record of results.csv (on `line` of the file), read by column name.
+struct Record<'a> {
+    path: &'a Path,
+    line: usize,
+    /// The fixed columns the file has, in order; the parameters follow them.
+    fixed: &'a [&'static str],
+    rec: &'a csv::StringRecord,
+}
+
+impl Record<'_> {
+    /// The record as a row; the first field that does not read is the error.
+    fn row(&self, param_names: &[String]) -> Result<Row, CmdError> {
+        let text = |name: &str| self.text(name);
+        let num = |name: &str| self.num(name);
+        let status = self.status()?;
+        Ok(Row {
+            unit_id: text("unit_id"),
+            case_id: text("case_id"),
+            op: text("op"),
+            backend: text("backend"),
+            device: text("device"),
+            device_index: text("device_index"),
+            solver: text("solver"),
+            env: text("env"),
+            status,
+            phase: text("phase"),
+            error: text("error"),
+            reference: text("reference"),
+            max_abs_err: num("max_abs_err")?,
+            max_rel_err: num("max_rel_err")?,
+            first_call_ms: num("first_call_ms")?,
+            median_ms: num("median_ms")?,
+            p10_ms: num("p10_ms")?,
+            p90_ms: num("p90_ms")?,
+            samples: num("samples")?.map(|v| v as u64),
+            trials: num("trials")?.map(|v| v as u64),
+            trial_ms: self.trial_ms()?,
+            gflops: num("gflops")?,
+            gbps: num("gbps")?,
+            workspace_bytes: num("workspace_bytes")?.map(|v| v as u64),
+            chosen: text("chosen"),
+            flops: num("flops")?,
+            bytes: num("bytes")?,
+            params: param_names
+                .iter()
+                .enumerate()
+                .map(|(j, n)| {
+                    (
+                        n.clone(),
+                        self.rec.get(self.fixed.len() + j).unwrap_or("").to_string(),
+                    )
+                })
+                .collect(),
+        })
+    }
+
+    /// The field of column `name`; empty when the file has no such column.
+    fn field(&self, name: &str) -> &str {
+        let col = self.fixed.iter().position(|c| *c == name);
+        col.and_then(|i| self.rec.get(i)).unwrap_or("")
+    }
+
+    fn text(&self, name: &str) -> String {
+        self.field(name).to_string()
+    }
+
+    /// A number, or `None` for an empty field.
+    fn num(&self, name: &str) -> Result<Option<f64>, CmdError> {
+        let s = self.field(name);
+        if s.is_empty() {
+            return Ok(None);
+        }
+        s.parse::<f64>().map(Some).map_err(|_| {
+            CmdError::BadInput(format!(
+                "{}: line {}, column `{name}`: expected a number, found `{s}`",
+                self.path.display(),
+                self.line
+            ))
+        })
+    }
+
+    fn status(&self) -> Result<Status, CmdError> {
+        let status_text = self.text("status");
+        Status::parse(&status_text).ok_or_else(|| {
+            CmdError::BadInput(format!(
+                "{}: line {}, column `status`: unknown status `{status_text}`",
+                self.path.display(),
+                self.line
+            ))
+        })
+    }
+
+    /// Each timed trial's median time: positive numbers separated by `;`.
+    fn trial_ms(&self) -> Result<Vec<f64>, CmdError> {
+        let t = self.text("trial_ms");
+        let mut v = Vec::new();
+        for part in t.split(';').filter(|p| !p.is_empty()) {
+            match part.parse::<f64>() {
+                Ok(x) if x.is_finite() && x > 0.0 => v.push(x),
+                _ => {
+                    return Err(CmdError::BadInput(format!(
+                        "{}: line {}, column `trial_ms`: expected positive numbers separated by `;`, found `{t}`",
+                        self.path.display(),
+                        self.line
+                    )));
+                }
+            }
+        }
+        Ok(v)
     }
 }
