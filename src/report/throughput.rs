@@ -13,10 +13,10 @@
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem, Shape};
 use super::facts::{self, Facts};
 use crate::error::CmdError;
-use crate::results::rundata::Row;
-use crate::results::status::Status;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
+
+mod data;
 
 const WIDTH: u32 = 1200;
 const TOP: u32 = 72;
@@ -63,6 +63,23 @@ struct Panel {
     series: Vec<Series>,
 }
 
+/// A panel's chart: the size on a log axis across, the rate on a linear axis up.
+type Chart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, plotters::coord::types::RangedCoordf64>>;
+
+/// The plotting area of a panel, in pixels of the whole image.
+#[derive(Clone, Copy)]
+struct Frame {
+    left: i32,
+    top: i32,
+    right: i32,
+    bottom: i32,
+}
+
+/// Grid lines: between ticks, and at powers of ten on the size axis.
+const GRID_MINOR: RGBColor = RGBColor(0xef, 0xef, 0xef);
+const GRID_MAJOR: RGBColor = RGBColor(0xd0, 0xd0, 0xd0);
+
 pub struct Throughput {
     title: String,
     subtitle: String,
@@ -81,7 +98,7 @@ pub struct Throughput {
 }
 
 pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
-    match build(f) {
+    match data::build(f) {
         Some(t) => draw::render(&t, dir, "throughput"),
         None => {
             let message = if f.rows().is_empty() {
@@ -108,204 +125,9 @@ fn title(f: &Facts) -> String {
     format!("Throughput: {} on {}", f.run.manifest.sweep.op, f.device())
 }
 
-fn point(f: &Facts, r: &Row) -> Option<(f64, f64)> {
-    if r.status != Status::Ok {
-        return None;
-    }
-    let x = f.metric.size(r)?;
-    let y = f.metric.rate(r)?;
-    (x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0).then_some((x, y))
-}
-
 /// The marker of a family (cycled past six: the legend still names each).
 fn shape(family: usize) -> Shape {
     Shape::ALL[family % Shape::ALL.len()]
-}
-
-fn index_of<T: PartialEq>(v: &mut Vec<T>, item: T) -> usize {
-    match v.iter().position(|x| *x == item) {
-        Some(i) => i,
-        None => {
-            v.push(item);
-            v.len() - 1
-        }
-    }
-}
-
-pub fn build(f: &Facts) -> Option<Throughput> {
-    let categorical: Vec<&String> = f
-        .groups
-        .iter()
-        .map(|(p, _)| p)
-        .filter(|p| f.rows().iter().any(|r| r.param_f64(p).is_none()))
-        .collect();
-    let family = family_params(f);
-    let family_of = |r: &Row| -> Vec<String> {
-        family
-            .iter()
-            .map(|p| r.param(p).unwrap_or("").to_string())
-            .collect()
-    };
-    // Families in numeric order (3→16 before 16→32), so markers and legend read in order.
-    let mut family_ids: Vec<Vec<String>> = f
-        .rows()
-        .iter()
-        .map(family_of)
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    family_ids.sort_by(|a, b| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| {
-                let (x, y) = (
-                    x.parse::<f64>().unwrap_or(0.0),
-                    y.parse::<f64>().unwrap_or(0.0),
-                );
-                x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal)
-            })
-            .find(|o| o.is_ne())
-            .unwrap_or(std::cmp::Ordering::Equal)
-    });
-    let multi_env = f.envs.len() > 1;
-    let mut key_ids: Vec<(&str, &str)> = Vec::new();
-    let mut keys: Vec<String> = Vec::new();
-    let mut panel_ids: Vec<Vec<&str>> = Vec::new();
-    let mut panels: Vec<Panel> = Vec::new();
-    let mut best: Option<(usize, f64, f64, &Row)> = None;
-    for r in f.rows() {
-        let Some(pt) = point(f, r) else { continue };
-        let k = index_of(&mut key_ids, (r.solver.as_str(), r.env.as_str()));
-        let fam = index_of(&mut family_ids, family_of(r));
-        if k == keys.len() {
-            let mut label = r.solver.clone();
-            if multi_env {
-                label = format!("{label} · {}", f.env_label(&r.env));
-            }
-            keys.push(label);
-        }
-        let cats: Vec<&str> = categorical
-            .iter()
-            .map(|p| r.param(p).unwrap_or(""))
-            .collect();
-        let p = index_of(&mut panel_ids, cats.clone());
-        if p == panels.len() {
-            let title: Vec<String> = categorical
-                .iter()
-                .zip(&cats)
-                .map(|(name, v)| format!("{name}={v}"))
-                .collect();
-            panels.push(Panel {
-                title: title.join(" · "),
-                series: Vec::new(),
-            });
-        }
-        let series = &mut panels[p].series;
-        let s = match series.iter().position(|s| s.key == k && s.family == fam) {
-            Some(s) => s,
-            None => {
-                series.push(Series {
-                    key: k,
-                    family: fam,
-                    points: Vec::new(),
-                    line: Vec::new(),
-                });
-                series.len() - 1
-            }
-        };
-        series[s].points.push(pt);
-        if best.is_none_or(|b| pt.1 > b.2) {
-            best = Some((p, pt.0, pt.1, r));
-        }
-    }
-    let (bp, bx, by, best_row) = best?;
-    let mut lo = f64::INFINITY;
-    let mut hi = 0f64;
-    for s in panels.iter_mut().flat_map(|p| p.series.iter_mut()) {
-        s.points
-            .sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
-        for &(x, y) in &s.points {
-            lo = lo.min(x);
-            hi = hi.max(x);
-            match s.line.last_mut() {
-                Some(last) if last.0 == x => last.1 = last.1.max(y),
-                _ => s.line.push((x, y)),
-            }
-        }
-    }
-    let mut who = vec![format!("solver {}", best_row.solver)];
-    if multi_env {
-        who.push(f.env_label(&best_row.env).to_string());
-    }
-    who.push(f.case_label(best_row));
-    let cols = match panels.len() {
-        1 => 1,
-        2 | 4 => 2,
-        _ => 3,
-    };
-    let size_unit = match f.metric {
-        facts::Metric::Flops => "FLOP",
-        facts::Metric::Bytes => "B",
-    };
-    Some(Throughput {
-        title: title(f),
-        subtitle: format!(
-            "best (ringed): {} {} at {} {size_unit} — {}",
-            facts::si(by),
-            f.metric.rate_unit(),
-            facts::si(bx),
-            who.join(" · ")
-        ),
-        x_desc: format!("{} (log scale)", f.metric.size_name()),
-        y_desc: format!("{} (median time)", f.metric.rate_unit()),
-        keys,
-        families: if family_ids.len() > 1 {
-            family_ids
-                .iter()
-                .map(|v| family_label(&family, v))
-                .collect()
-        } else {
-            Vec::new()
-        },
-        panels,
-        best: (bp, bx, by),
-        // Air on each side keeps the end points off the frame.
-        x_range: (lo / 1.6, hi * 1.6),
-        y_max: by * 1.12,
-        cols,
-    })
-}
-
-/// The numeric parameters that vary apart from the size: a line holds them fixed, so that it
-/// joins c_in=3 at h=32 to c_in=3 at h=64, never to c_in=16 (which reads as a cliff).
-fn family_params(f: &Facts) -> Vec<String> {
-    let size = f.size_param();
-    f.groups
-        .iter()
-        .filter(|(lead, followers)| {
-            size.as_ref()
-                .is_none_or(|s| s != lead && !followers.contains(s))
-        })
-        .map(|(lead, _)| lead)
-        .filter(|p| f.rows().iter().all(|r| r.param_f64(p).is_some()))
-        .cloned()
-        .collect()
-}
-
-/// `c_in→c_out=3→16 n=2`: pairs as the heatmap writes them.
-fn family_label(params: &[String], values: &[String]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < params.len() {
-        if i + 1 < params.len() && params[i] == "c_in" && params[i + 1] == "c_out" {
-            parts.push(format!("c_in→c_out={}→{}", values[i], values[i + 1]));
-            i += 2;
-        } else {
-            parts.push(format!("{}={}", params[i], values[i]));
-            i += 1;
-        }
-    }
-    parts.join(" ")
 }
 
 /// Tick values of a log axis: (value, is a power of ten, gets a label). Fewer labels as the
@@ -419,18 +241,48 @@ impl Throughput {
         // goes through Canvas::text like every other label.
         let (left, top) = chart.backend_coord(&(self.x_range.0, self.y_max));
         let (right, bottom) = chart.backend_coord(&(self.x_range.1, 0.0));
+        let frame = Frame {
+            left,
+            top,
+            right,
+            bottom,
+        };
         if !p.title.is_empty() {
             let tf = draw::bold(14.0);
             let shown = draw::fit(&tf, &p.title, self.panel_w() - 20);
             let at = ((left + right) / 2, top - 8 - PANEL_TITLE_H as i32 / 2);
             c.text(&shown, at, &tf, &BLACK, draw::CENTER)?;
         }
-        let light = RGBColor(0xef, 0xef, 0xef);
-        let strong = RGBColor(0xd0, 0xd0, 0xd0);
+        self.draw_x_grid(c, &chart, &frame)?;
+        self.draw_y_grid(c, &chart, &frame)?;
+        let axes = vec![(left, top), (left, bottom), (right, bottom)];
+        c.area.draw(&PathElement::new(axes, BLACK))?;
+        self.draw_series(c, &mut chart, p)?;
+        if self.best.0 == i {
+            let ring = Circle::new((self.best.1, self.best.2), 12, BLACK.stroke_width(2));
+            chart.draw_series(std::iter::once(ring))?;
+        }
+        Ok(())
+    }
+
+    /// The size axis: a grid line at each log tick (stronger at powers of ten), with a tick
+    /// mark and a label where there is room.
+    fn draw_x_grid<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        chart: &Chart<DB>,
+        frame: &Frame,
+    ) -> DrawResult<DB> {
+        let Frame {
+            left,
+            top,
+            right,
+            bottom,
+        } = *frame;
         let lf = draw::font(13.0);
         for (v, major, labelled) in log_ticks(self.x_range.0, self.x_range.1, right - left) {
             let (x, _) = chart.backend_coord(&(v, 0.0));
-            let grid = if major { strong } else { light };
+            let grid = if major { GRID_MAJOR } else { GRID_MINOR };
             c.area
                 .draw(&PathElement::new(vec![(x, top), (x, bottom)], grid))?;
             if labelled {
@@ -440,20 +292,40 @@ impl Throughput {
                 c.text(&facts::si(v), at, &lf, &draw::GREY, draw::CENTER)?;
             }
         }
+        Ok(())
+    }
+
+    /// The rate axis: a grid line, tick mark and label at each nice step from zero.
+    fn draw_y_grid<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        chart: &Chart<DB>,
+        frame: &Frame,
+    ) -> DrawResult<DB> {
+        let Frame { left, right, .. } = *frame;
+        let lf = draw::font(13.0);
         let ticks = if self.multi() { 5.0 } else { 8.0 };
         let step = draw::nice_step(self.y_max, ticks);
         let mut v = 0.0;
         while v <= self.y_max {
             let (_, y) = chart.backend_coord(&(self.x_range.0, v));
             c.area
-                .draw(&PathElement::new(vec![(left, y), (right, y)], light))?;
+                .draw(&PathElement::new(vec![(left, y), (right, y)], GRID_MINOR))?;
             c.area
                 .draw(&PathElement::new(vec![(left - 5, y), (left, y)], BLACK))?;
             c.text(&facts::si(v), (left - 8, y), &lf, &draw::GREY, draw::RIGHT)?;
             v += step;
         }
-        let axes = vec![(left, top), (left, bottom), (right, bottom)];
-        c.area.draw(&PathElement::new(axes, BLACK))?;
+        Ok(())
+    }
+
+    /// Each series of panel `p`: its line, and a marker per point, larger at its best point.
+    fn draw_series<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        chart: &mut Chart<DB>,
+        p: &Panel,
+    ) -> DrawResult<DB> {
         for s in &p.series {
             let color = self.series_color(s);
             chart.draw_series(LineSeries::new(
@@ -469,10 +341,6 @@ impl Throughput {
                 let r = if p == top { 6 } else { 4 };
                 draw::marker(c, chart.backend_coord(&p), shape(s.family), r, color)?;
             }
-        }
-        if self.best.0 == i {
-            let ring = Circle::new((self.best.1, self.best.2), 12, BLACK.stroke_width(2));
-            chart.draw_series(std::iter::once(ring))?;
         }
         Ok(())
     }
