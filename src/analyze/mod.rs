@@ -8,5 +8,6 @@ pub mod noise;
 pub mod ratio_plot;
 pub mod recommend;
 pub mod recommend_render;
+pub mod recommend_rules;
 pub mod repro;
 pub mod tree;

@@ -7,11 +7,11 @@
 //! manifest's order.
 
 use super::effect::{self, Speed, VarEffect};
-use super::tree::{self, Column, Data};
+use super::recommend_rules::{features, learn};
 use crate::error::CmdError;
 use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 pub use super::recommend_render::{markdown, profile};
@@ -155,245 +155,26 @@ pub struct Decision {
     pub why: String,
 }
 
-/// The features of the failure tree: parameters (and the solver) that take more than one value
-/// in the run, numeric when every value parses as a number.
-fn features(rows: &[Row], param_names: &[String]) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let mut names: Vec<&str> = param_names.iter().map(String::as_str).collect();
-    names.push("solver");
-    for name in names {
-        let vals: Vec<&str> = rows
-            .iter()
-            .map(|r| {
-                if name == "solver" {
-                    r.solver.as_str()
-                } else {
-                    r.param(name).unwrap_or("")
-                }
-            })
-            .collect();
-        let distinct: BTreeSet<&str> = vals.iter().copied().collect();
-        if distinct.len() < 2 {
-            continue;
-        }
-        let numeric = vals
-            .iter()
-            .all(|v| v.parse::<f64>().is_ok_and(f64::is_finite));
-        out.push((name.to_string(), numeric));
-    }
-    out
-}
+/// The throughput metric: its unit and how to read it from a row.
+type Metric = (&'static str, fn(&Row) -> Option<f64>);
 
-fn learn(rows: &[&Row], feats: &[(String, bool)]) -> (Vec<Rule>, Vec<Rule>) {
-    // Skipped and interrupted units never got an answer, so they say nothing about safety.
-    let rows: Vec<&Row> = rows
-        .iter()
-        .copied()
-        .filter(|r| !matches!(r.status, Status::Skipped | Status::Interrupted))
-        .collect();
-    if rows.is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let value = |r: &Row, name: &str| -> String {
-        if name == "solver" {
-            r.solver.clone()
-        } else {
-            r.param(name).unwrap_or("").to_string()
-        }
-    };
-    let data = Data {
-        names: feats.iter().map(|f| f.0.clone()).collect(),
-        columns: feats
-            .iter()
-            .map(|(name, numeric)| {
-                if *numeric {
-                    Column::Num(
-                        rows.iter()
-                            .map(|r| value(r, name).parse().unwrap_or(f64::NAN))
-                            .collect(),
-                    )
-                } else {
-                    Column::Cat(rows.iter().map(|r| value(r, name)).collect())
-                }
-            })
-            .collect(),
-        labels: rows.iter().map(|r| r.status.predicts_failure()).collect(),
-    };
-    let mut fails = Vec::new();
-    let mut oks = Vec::new();
-    for leaf in tree::grow(&data, tree::MAX_DEPTH, tree::MIN_LEAF) {
-        let when = tree::describe(&data, &leaf.conds);
-        let exceptions = leaf.exceptions(&data);
-        if !leaf.predicts_failure {
-            oks.push(Rule {
-                status: None,
-                phase: String::new(),
-                when,
-                units: leaf.members.len(),
-                exceptions,
-                also: Vec::new(),
-            });
-            continue;
-        }
-        let mut by_status: BTreeMap<Status, usize> = BTreeMap::new();
-        for &i in &leaf.members {
-            if rows[i].status.predicts_failure() {
-                *by_status.entry(rows[i].status).or_default() += 1;
-            }
-        }
-        // Most common measured status; ties go to the earlier (more severe-listed) status. An
-        // inferred failure names the rule only when nothing in the leaf was measured failing.
-        let top = by_status
-            .iter()
-            .filter(|(s, _)| s.is_failure())
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(s, _)| *s)
-            .or_else(|| by_status.keys().next().copied());
-        let mut phases: BTreeMap<&str, usize> = BTreeMap::new();
-        for &i in &leaf.members {
-            if Some(rows[i].status) == top {
-                *phases.entry(rows[i].phase.as_str()).or_default() += 1;
-            }
-        }
-        let phase = phases
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map(|(p, _)| p.to_string())
-            .unwrap_or_default();
-        fails.push(Rule {
-            status: top,
-            phase,
-            when,
-            units: leaf.members.len(),
-            exceptions,
-            also: by_status
-                .into_iter()
-                .filter(|(s, _)| Some(*s) != top)
-                .collect(),
-        });
-    }
-    let order = |a: &Rule, b: &Rule| b.units.cmp(&a.units).then_with(|| a.when.cmp(&b.when));
-    fails.sort_by(order);
-    oks.sort_by(order);
-    (fails, oks)
+/// A unit, the same in every combination: its case and solver.
+fn unit_key(r: &Row) -> (String, String) {
+    (r.case_id.clone(), r.solver.clone())
 }
 
 pub fn recommend(run: &RunData) -> Recommendation {
     let m = &run.manifest;
-    // Combinations in manifest order, then any the CSV has that the manifest does not list.
-    let mut combos: Vec<(String, Vec<(String, String)>)> = m
-        .env_combos
-        .iter()
-        .map(|c| (c.key(), c.vars.clone()))
-        .collect();
-    for r in &run.rows {
-        if !combos.iter().any(|(k, _)| *k == r.env) {
-            let vars = r
-                .env
-                .split(';')
-                .filter(|s| !s.is_empty())
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, v)) => (k.to_string(), v.to_string()),
-                    None => (kv.to_string(), String::new()),
-                })
-                .collect();
-            combos.push((r.env.clone(), vars));
-        }
-    }
-    let mut varied_vars: Vec<String> = Vec::new();
-    for (_, vars) in &combos {
-        for (name, value) in vars {
-            let differs = combos.iter().any(|(_, other)| {
-                other.iter().find(|(n, _)| n == name).map(|(_, v)| v) != Some(value)
-            });
-            if differs && !varied_vars.contains(name) {
-                varied_vars.push(name.clone());
-            }
-        }
-    }
+    let combos = combos(run);
+    let varied_vars = varied_vars(&combos);
 
     // Throughput only over units ok everywhere; one metric for all of them.
-    let unit_key = |r: &Row| (r.case_id.clone(), r.solver.clone());
-    let mut ok_everywhere: Option<HashSet<(String, String)>> = None;
-    for (key, _) in &combos {
-        let oks: HashSet<(String, String)> = run
-            .rows
-            .iter()
-            .filter(|r| r.env == *key && r.status == Status::Ok)
-            .map(unit_key)
-            .collect();
-        ok_everywhere = Some(match ok_everywhere {
-            None => oks,
-            Some(prev) => prev.intersection(&oks).cloned().collect(),
-        });
-    }
-    let common = ok_everywhere.unwrap_or_default();
-    let common_rows: Vec<&Row> = run
-        .rows
-        .iter()
-        .filter(|r| r.status == Status::Ok && common.contains(&unit_key(r)))
-        .collect();
-    let positive = |v: Option<f64>| v.is_some_and(|x| x > 0.0 && x.is_finite());
-    type Metric = (&'static str, fn(&Row) -> Option<f64>);
-    let metric: Option<Metric> = if common_rows.is_empty() {
-        None
-    } else if common_rows.iter().all(|r| positive(r.gflops)) {
-        Some(("GFLOP/s", |r| r.gflops))
-    } else if common_rows.iter().all(|r| positive(r.gbps)) {
-        Some(("GB/s", |r| r.gbps))
-    } else {
-        None
-    };
+    let common = ok_everywhere(run, &combos);
+    let metric = common_metric(run, &common);
 
     let feats = features(&run.rows, &run.param_names);
-    let keys: Vec<String> = combos.iter().map(|(k, _)| k.clone()).collect();
-    let label = |r: &Row| r.params_text().replace(';', " ");
-    let mut model: Vec<Option<String>> = crate::results::weights::shares(run, &keys)
-        .map(|v| v.iter().map(|s| Some(s.sentence(&label))).collect())
-        .unwrap_or_default();
-    model.resize(keys.len(), None);
-    let mut reports: Vec<ComboReport> = combos
-        .iter()
-        .zip(model)
-        .map(|((key, vars), model)| {
-            let rows: Vec<&Row> = run.rows.iter().filter(|r| r.env == *key).collect();
-            let mut counts = BTreeMap::new();
-            for r in &rows {
-                *counts.entry(r.status).or_default() += 1;
-            }
-            let throughput = metric.and_then(|(_, get)| {
-                let logs: Vec<f64> = rows
-                    .iter()
-                    .filter(|r| r.status == Status::Ok && common.contains(&unit_key(r)))
-                    .filter_map(|r| get(r))
-                    .map(f64::ln)
-                    .collect();
-                (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
-            });
-            let (fail_rules, ok_rules) = learn(&rows, &feats);
-            ComboReport {
-                key: key.clone(),
-                vars: vars.clone(),
-                units: rows.len(),
-                failures: rows.iter().filter(|r| r.status.predicts_failure()).count(),
-                ok: rows.iter().filter(|r| r.status.predicts_ok()).count(),
-                counts,
-                throughput,
-                fail_rules,
-                ok_rules,
-                model,
-            }
-        })
-        .collect();
-    reports.sort_by(|a, b| {
-        a.failures
-            .cmp(&b.failures)
-            .then(b.ok.cmp(&a.ok))
-            .then_with(|| {
-                let t = |c: &ComboReport| c.throughput.unwrap_or(0.0);
-                t(b).total_cmp(&t(a))
-            })
-    });
+    let mut reports = combo_reports(run, &combos, &common, metric, &feats);
+    rank(&mut reports);
     let vars_of: HashMap<String, Vec<(String, String)>> = combos.iter().cloned().collect();
     let effects = effect::effects(&run.rows, &varied_vars, &vars_of);
     let mut rec = Recommendation {
@@ -417,6 +198,161 @@ pub fn recommend(run: &RunData) -> Recommendation {
     };
     rec.decisions = rec.decide();
     rec
+}
+
+/// The env combinations with their variables: (key, vars).
+fn combos(run: &RunData) -> Vec<(String, Vec<(String, String)>)> {
+    // Combinations in manifest order, then any the CSV has that the manifest does not list.
+    let mut combos: Vec<(String, Vec<(String, String)>)> = run
+        .manifest
+        .env_combos
+        .iter()
+        .map(|c| (c.key(), c.vars.clone()))
+        .collect();
+    for r in &run.rows {
+        if !combos.iter().any(|(k, _)| *k == r.env) {
+            let vars = r
+                .env
+                .split(';')
+                .filter(|s| !s.is_empty())
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) => (k.to_string(), v.to_string()),
+                    None => (kv.to_string(), String::new()),
+                })
+                .collect();
+            combos.push((r.env.clone(), vars));
+        }
+    }
+    combos
+}
+
+/// The variables whose value differs between combinations (or that some combination lacks),
+/// in the order the combinations first name them.
+fn varied_vars(combos: &[(String, Vec<(String, String)>)]) -> Vec<String> {
+    let mut varied_vars: Vec<String> = Vec::new();
+    for (_, vars) in combos {
+        for (name, value) in vars {
+            let differs = combos.iter().any(|(_, other)| {
+                other.iter().find(|(n, _)| n == name).map(|(_, v)| v) != Some(value)
+            });
+            if differs && !varied_vars.contains(name) {
+                varied_vars.push(name.clone());
+            }
+        }
+    }
+    varied_vars
+}
+
+/// The units ok in every combination.
+fn ok_everywhere(
+    run: &RunData,
+    combos: &[(String, Vec<(String, String)>)],
+) -> HashSet<(String, String)> {
+    let mut ok_everywhere: Option<HashSet<(String, String)>> = None;
+    for (key, _) in combos {
+        let oks: HashSet<(String, String)> = run
+            .rows
+            .iter()
+            .filter(|r| r.env == *key && r.status == Status::Ok)
+            .map(unit_key)
+            .collect();
+        ok_everywhere = Some(match ok_everywhere {
+            None => oks,
+            Some(prev) => prev.intersection(&oks).cloned().collect(),
+        });
+    }
+    ok_everywhere.unwrap_or_default()
+}
+
+/// GFLOP/s when every ok row of a common unit has it, else GB/s when every one has that, else
+/// none (nor when there is no common unit).
+fn common_metric(run: &RunData, common: &HashSet<(String, String)>) -> Option<Metric> {
+    let common_rows: Vec<&Row> = run
+        .rows
+        .iter()
+        .filter(|r| r.status == Status::Ok && common.contains(&unit_key(r)))
+        .collect();
+    let positive = |v: Option<f64>| v.is_some_and(|x| x > 0.0 && x.is_finite());
+    if common_rows.is_empty() {
+        None
+    } else if common_rows.iter().all(|r| positive(r.gflops)) {
+        Some(("GFLOP/s", |r| r.gflops))
+    } else if common_rows.iter().all(|r| positive(r.gbps)) {
+        Some(("GB/s", |r| r.gbps))
+    } else {
+        None
+    }
+}
+
+/// One report per combination, in the combinations' order: counts, throughput over the common
+/// units, the learned rules and the model's shares.
+fn combo_reports(
+    run: &RunData,
+    combos: &[(String, Vec<(String, String)>)],
+    common: &HashSet<(String, String)>,
+    metric: Option<Metric>,
+    feats: &[(String, bool)],
+) -> Vec<ComboReport> {
+    let keys: Vec<String> = combos.iter().map(|(k, _)| k.clone()).collect();
+    let label = |r: &Row| r.params_text().replace(';', " ");
+    let mut model: Vec<Option<String>> = crate::results::weights::shares(run, &keys)
+        .map(|v| v.iter().map(|s| Some(s.sentence(&label))).collect())
+        .unwrap_or_default();
+    model.resize(keys.len(), None);
+    combos
+        .iter()
+        .zip(model)
+        .map(|((key, vars), model)| {
+            let rows: Vec<&Row> = run.rows.iter().filter(|r| r.env == *key).collect();
+            let mut counts = BTreeMap::new();
+            for r in &rows {
+                *counts.entry(r.status).or_default() += 1;
+            }
+            let throughput = metric.and_then(|(_, get)| geomean(&rows, common, get));
+            let (fail_rules, ok_rules) = learn(&rows, feats);
+            ComboReport {
+                key: key.clone(),
+                vars: vars.clone(),
+                units: rows.len(),
+                failures: rows.iter().filter(|r| r.status.predicts_failure()).count(),
+                ok: rows.iter().filter(|r| r.status.predicts_ok()).count(),
+                counts,
+                throughput,
+                fail_rules,
+                ok_rules,
+                model,
+            }
+        })
+        .collect()
+}
+
+/// The geometric mean of `get` over the rows that are ok and of a common unit.
+fn geomean(
+    rows: &[&Row],
+    common: &HashSet<(String, String)>,
+    get: fn(&Row) -> Option<f64>,
+) -> Option<f64> {
+    let logs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.status == Status::Ok && common.contains(&unit_key(r)))
+        .filter_map(|r| get(r))
+        .map(f64::ln)
+        .collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
+}
+
+/// Best first: fewest failures, then most ok, then highest throughput; the sort is stable, so
+/// ties keep the manifest's order.
+fn rank(reports: &mut [ComboReport]) {
+    reports.sort_by(|a, b| {
+        a.failures
+            .cmp(&b.failures)
+            .then(b.ok.cmp(&a.ok))
+            .then_with(|| {
+                let t = |c: &ComboReport| c.throughput.unwrap_or(0.0);
+                t(b).total_cmp(&t(a))
+            })
+    });
 }
 
 impl Recommendation {
