@@ -2,8 +2,8 @@
 //! and nothing written.
 
 use super::events::Unit;
+use super::options::RunReport;
 use super::plan;
-use super::run::RunReport;
 use super::shard::Shard;
 use crate::error::CmdError;
 use crate::spec::Sweep;

@@ -1,6 +1,8 @@
-//! What `rocsweep run` was asked to do: the command line's options, as `main` hands them over.
+//! What `rocsweep run` was asked to do (the command line's options, as `main` hands them over)
+//! and what it reports back.
 
 use super::devices::DeviceSel;
+use super::events::Stop;
 use super::shard::Shard;
 use std::path::PathBuf;
 
@@ -44,3 +46,24 @@ pub struct RunOptions {
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;
+
+/// What a finished run reports back to `main`.
+pub struct RunReport {
+    pub dir: Option<PathBuf>,
+    pub failures: u64,
+    pub stopped: Option<Stop>,
+    /// Inferred units that measured otherwise (`--confirm`): exit code 7.
+    pub disagreements: usize,
+}
+
+impl RunReport {
+    /// A run that wrote nothing (Ctrl-C while counting, nothing to do, a dry run).
+    pub fn nothing(stopped: Option<Stop>) -> RunReport {
+        RunReport {
+            dir: None,
+            failures: 0,
+            stopped,
+            disagreements: 0,
+        }
+    }
+}

@@ -23,17 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use super::events::Stop;
-pub use super::options::{DEFAULT_MAX_UNITS, RunOptions};
+pub use super::options::{DEFAULT_MAX_UNITS, RunOptions, RunReport};
 pub use crate::error::CmdError;
-
-/// What a finished run reports back to `main`.
-pub struct RunReport {
-    pub dir: Option<PathBuf>,
-    pub failures: u64,
-    pub stopped: Option<Stop>,
-    /// Inferred units that measured otherwise (`--confirm`): exit code 7.
-    pub disagreements: usize,
-}
 
 /// Ctrl-C presses since the current run started.
 fn interrupts() -> Arc<AtomicUsize> {
@@ -67,18 +58,6 @@ fn interrupts() -> Arc<AtomicUsize> {
             count
         })
         .clone()
-}
-
-impl RunReport {
-    /// A run that wrote nothing (Ctrl-C while counting, nothing to do, a dry run).
-    pub fn nothing(stopped: Option<Stop>) -> RunReport {
-        RunReport {
-            dir: None,
-            failures: 0,
-            stopped,
-            disagreements: 0,
-        }
-    }
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
