@@ -88,84 +88,65 @@ impl Backend for CpuBackend {
         inputs: &Inputs,
         phases: &mut dyn PhaseSink,
     ) -> Result<Box<dyn Prepared>, UnitError> {
-        let names = solver_names(problem.kind());
-        if solver != "default" && !names.contains(&solver) {
-            return Err(UnitError::Unsupported(format!(
-                "the cpu backend has no solver `{solver}` for {} (it has: {})",
-                problem.kind().name(),
-                names.join(", ")
-            )));
-        }
-        if let Problem::Gemm(p) = problem
-            && p.compute == DType::F16
-        {
-            return Err(UnitError::Unsupported(
-                "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")".into(),
-            ));
-        }
+        check_supported(problem, solver)?;
         phases.phase("alloc");
-        let mismatch = || UnitError::Library {
-            library: "rocsweep".into(),
-            code: "INPUT_MISMATCH".into(),
-            message: "inputs do not belong to this problem".into(),
-        };
-        Ok(match (problem, inputs) {
-            (Problem::Conv2d(p), Inputs::Conv2d(i)) => Box::new(ConvRun {
-                p: p.clone(),
-                a: i.a.to_f32_vec(),
-                b: i.b.to_f32_vec(),
-                out: Vec::new(),
-            }),
-            (Problem::Gemm(p), Inputs::Gemm(i)) => {
-                if p.compute == DType::F16 {
-                    return Err(UnitError::Unsupported(
-                        "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")"
-                            .into(),
-                    ));
-                }
-                let (mut a, mut b) = (i.a.to_f32_vec(), i.b.to_f32_vec());
-                if p.compute == DType::Tf32 {
-                    a.iter_mut().for_each(|x| *x = dtype::round_f32_to_tf32(*x));
-                    b.iter_mut().for_each(|x| *x = dtype::round_f32_to_tf32(*x));
-                }
-                Box::new(GemmRun {
-                    p: p.clone(),
-                    a,
-                    b,
-                    out: Vec::new(),
-                    rotating: Vec::new(),
-                    next: 0,
-                })
-            }
-            (Problem::Rng(p), Inputs::Rng { seed }) => Box::new(RngRun {
-                dtype: p.dtype,
-                dist: rand_distr::Normal::new(p.mean as f32, p.std as f32).map_err(|e| {
-                    UnitError::Library {
-                        library: "rand_distr".into(),
-                        code: "NormalError".into(),
-                        message: e.to_string(),
-                    }
-                })?,
-                gen_: rand_pcg::Pcg64Mcg::seed_from_u64(*seed),
-                out: vec![0.0; p.count],
-            }),
-            (Problem::Copy(p), Inputs::Copy(src)) => Box::new(CopyRun::new(p, src.to_f32_vec())),
-            (Problem::Cast(p), Inputs::Cast(src)) => Box::new(CastRun {
-                to: p.to,
-                src: src.clone(),
-                out: HostData::zeros(p.to, src.len()),
-            }),
-            (Problem::Graph(p), Inputs::Graph(i)) => Box::new(GraphRun {
-                p: p.clone(),
-                mix: i.mix.to_f32_vec(),
-                filter: i.filter.to_f32_vec(),
-                acts: i.activations.iter().map(HostData::to_f32_vec).collect(),
-                next: 0,
-                outs: Vec::new(),
-            }),
-            _ => return Err(mismatch()),
-        })
+        prepared(problem, inputs)
     }
+}
+
+/// Refuses what the cpu backend cannot run: a solver it does not have, an f16-accumulating GEMM.
+fn check_supported(problem: &Problem, solver: &str) -> Result<(), UnitError> {
+    let names = solver_names(problem.kind());
+    if solver != "default" && !names.contains(&solver) {
+        return Err(UnitError::Unsupported(format!(
+            "the cpu backend has no solver `{solver}` for {} (it has: {})",
+            problem.kind().name(),
+            names.join(", ")
+        )));
+    }
+    if let Problem::Gemm(p) = problem
+        && p.compute == DType::F16
+    {
+        return Err(UnitError::Unsupported(
+            "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The run of a problem on its inputs, in f32 working precision (inputs of another problem are
+/// an internal error).
+fn prepared(problem: &Problem, inputs: &Inputs) -> Result<Box<dyn Prepared>, UnitError> {
+    let mismatch = || UnitError::Library {
+        library: "rocsweep".into(),
+        code: "INPUT_MISMATCH".into(),
+        message: "inputs do not belong to this problem".into(),
+    };
+    Ok(match (problem, inputs) {
+        (Problem::Conv2d(p), Inputs::Conv2d(i)) => Box::new(ConvRun {
+            p: p.clone(),
+            a: i.a.to_f32_vec(),
+            b: i.b.to_f32_vec(),
+            out: Vec::new(),
+        }),
+        (Problem::Gemm(p), Inputs::Gemm(i)) => Box::new(GemmRun::new(p, i)?),
+        (Problem::Rng(p), Inputs::Rng { seed }) => Box::new(RngRun::new(p, *seed)?),
+        (Problem::Copy(p), Inputs::Copy(src)) => Box::new(CopyRun::new(p, src.to_f32_vec())),
+        (Problem::Cast(p), Inputs::Cast(src)) => Box::new(CastRun {
+            to: p.to,
+            src: src.clone(),
+            out: HostData::zeros(p.to, src.len()),
+        }),
+        (Problem::Graph(p), Inputs::Graph(i)) => Box::new(GraphRun {
+            p: p.clone(),
+            mix: i.mix.to_f32_vec(),
+            filter: i.filter.to_f32_vec(),
+            acts: i.activations.iter().map(HostData::to_f32_vec).collect(),
+            next: 0,
+            outs: Vec::new(),
+        }),
+        _ => return Err(mismatch()),
+    })
 }
 
 /// Wall time of one call: on the CPU, device time and per-call time are the same figure.
@@ -210,6 +191,30 @@ struct GemmRun {
     next: usize,
 }
 
+impl GemmRun {
+    /// The operands in f32, rounded to TF32 first where the compute type is TF32.
+    fn new(p: &Gemm, i: &gemm::GemmInputs) -> Result<GemmRun, UnitError> {
+        if p.compute == DType::F16 {
+            return Err(UnitError::Unsupported(
+                "the cpu backend has no f16-accumulating GEMM (use compute = \"f32\")".into(),
+            ));
+        }
+        let (mut a, mut b) = (i.a.to_f32_vec(), i.b.to_f32_vec());
+        if p.compute == DType::Tf32 {
+            a.iter_mut().for_each(|x| *x = dtype::round_f32_to_tf32(*x));
+            b.iter_mut().for_each(|x| *x = dtype::round_f32_to_tf32(*x));
+        }
+        Ok(GemmRun {
+            p: p.clone(),
+            a,
+            b,
+            out: Vec::new(),
+            rotating: Vec::new(),
+            next: 0,
+        })
+    }
+}
+
 impl Prepared for GemmRun {
     fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let threads = rayon::current_num_threads();
@@ -241,6 +246,24 @@ struct RngRun {
     dist: rand_distr::Normal<f32>,
     gen_: rand_pcg::Pcg64Mcg,
     out: Vec<f32>,
+}
+
+impl RngRun {
+    /// A normal distribution with the problem's mean and deviation, drawn from a seeded PCG.
+    fn new(p: &rng::Rng, seed: u64) -> Result<RngRun, UnitError> {
+        Ok(RngRun {
+            dtype: p.dtype,
+            dist: rand_distr::Normal::new(p.mean as f32, p.std as f32).map_err(|e| {
+                UnitError::Library {
+                    library: "rand_distr".into(),
+                    code: "NormalError".into(),
+                    message: e.to_string(),
+                }
+            })?,
+            gen_: rand_pcg::Pcg64Mcg::seed_from_u64(seed),
+            out: vec![0.0; p.count],
+        })
+    }
 }
 
 impl Prepared for RngRun {

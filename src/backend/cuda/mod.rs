@@ -162,9 +162,31 @@ impl CudaBackend {
     }
 }
 
+/// The backend's info: the driver's and libraries' versions, the device and its facts.
 fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
     let mut versions = BTreeMap::new();
-    let attr = |a: dsys::CUdevice_attribute| gpu.ctx.attribute(a).unwrap_or(-1);
+    library_versions(libs, &mut versions);
+    let name = gpu
+        .ctx
+        .name()
+        .unwrap_or_else(|_| "unknown CUDA device".into());
+    let (major, minor) = gpu.ctx.compute_capability().unwrap_or((0, 0));
+    device_facts(gpu, (major, minor), &mut versions);
+    BackendInfo {
+        backend: "cuda".into(),
+        available: true,
+        missing: None,
+        devices: vec![format!("{name} (sm_{major}{minor})")],
+        // Counted under CUDA_VISIBLE_DEVICES, as the devices `--devices` picks from are.
+        device_count: CudaContext::device_count().map_or(0, |n| n.max(0) as usize),
+        versions,
+        ..BackendInfo::default()
+    }
+}
+
+/// The versions of the driver and of each library present (queried only where it is), and
+/// "not found" for each library absent.
+fn library_versions(libs: &[(&'static str, bool)], versions: &mut BTreeMap<String, String>) {
     let mut dv = 0i32;
     // SAFETY: a plain query with an out-pointer to a live i32.
     if unsafe { dsys::cuDriverGetVersion(&mut dv) } == dsys::CUresult::CUDA_SUCCESS {
@@ -205,11 +227,11 @@ fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
             versions.insert(name.to_string(), "not found".into());
         }
     }
-    let name = gpu
-        .ctx
-        .name()
-        .unwrap_or_else(|_| "unknown CUDA device".into());
-    let (major, minor) = gpu.ctx.compute_capability().unwrap_or((0, 0));
+}
+
+/// The device's compute capability, memory, clocks, SM count, L2 size and memory bus width.
+fn device_facts(gpu: &Gpu, (major, minor): (i32, i32), versions: &mut BTreeMap<String, String>) {
+    let attr = |a: dsys::CUdevice_attribute| gpu.ctx.attribute(a).unwrap_or(-1);
     let mem = gpu.ctx.total_mem().unwrap_or(0);
     versions.insert("compute capability".into(), format!("{major}.{minor}"));
     versions.insert(
@@ -241,16 +263,6 @@ fn describe(gpu: &Gpu, libs: &[(&'static str, bool)]) -> BackendInfo {
         "memory bus bits".into(),
         attr(dsys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).to_string(),
     );
-    BackendInfo {
-        backend: "cuda".into(),
-        available: true,
-        missing: None,
-        devices: vec![format!("{name} (sm_{major}{minor})")],
-        // Counted under CUDA_VISIBLE_DEVICES, as the devices `--devices` picks from are.
-        device_count: CudaContext::device_count().map_or(0, |n| n.max(0) as usize),
-        versions,
-        ..BackendInfo::default()
-    }
 }
 
 impl Backend for CudaBackend {

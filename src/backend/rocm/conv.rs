@@ -192,6 +192,90 @@ impl Descs {
         };
         l.check(rc, "CompileSolution")
     }
+
+    /// Runs miopenFindConvolution*Algorithm on device buffers (`pa`/`pb` as [`ConvCall::launch`]
+    /// takes them, `po` the result) with the workspace `wsp` of `ws_bytes`: its best algorithm
+    /// and the seconds the search took.
+    fn find(
+        &self,
+        (pa, pb, po): (Ptr, Ptr, Ptr),
+        wsp: Ptr,
+        ws_bytes: usize,
+    ) -> Result<(ConvAlgoPerf, f64), UnitError> {
+        let l = self.lib().clone();
+        let api = &l.api;
+        let mut perf = [ConvAlgoPerf::default(); 8];
+        let mut got: c_int = 0;
+        let (h, x, w, y, c) = (
+            self.h.raw,
+            self.x.raw,
+            self.w.raw,
+            self.y.raw,
+            self.conv.raw,
+        );
+        let t = Instant::now();
+        // SAFETY: live descriptors and device buffers sized for them; `perf` holds 8 entries.
+        let rc = unsafe {
+            match self.dir {
+                Direction::Fwd => (api.miopenFindConvolutionForwardAlgorithm)(
+                    h,
+                    x,
+                    pa,
+                    w,
+                    pb,
+                    c,
+                    y,
+                    po,
+                    8,
+                    &mut got,
+                    perf.as_mut_ptr(),
+                    wsp,
+                    ws_bytes,
+                    false,
+                ),
+                Direction::BwdData => (api.miopenFindConvolutionBackwardDataAlgorithm)(
+                    h,
+                    y,
+                    pa,
+                    w,
+                    pb,
+                    c,
+                    x,
+                    po,
+                    8,
+                    &mut got,
+                    perf.as_mut_ptr(),
+                    wsp,
+                    ws_bytes,
+                    false,
+                ),
+                Direction::BwdWeights => (api.miopenFindConvolutionBackwardWeightsAlgorithm)(
+                    h,
+                    y,
+                    pb,
+                    x,
+                    pa,
+                    c,
+                    w,
+                    po,
+                    8,
+                    &mut got,
+                    perf.as_mut_ptr(),
+                    wsp,
+                    ws_bytes,
+                    false,
+                ),
+            }
+        };
+        l.check(rc, "miopenFindConvolution*Algorithm")?;
+        let found = t.elapsed().as_secs_f64();
+        if got <= 0 {
+            return Err(UnitError::Unsupported(
+                "miopenFindConvolution*Algorithm found no algorithm".into(),
+            ));
+        }
+        Ok((perf[0], found))
+    }
 }
 
 /// The solver names for a problem: every listed solution, then `find`.
@@ -315,6 +399,8 @@ fn buffers(
     ))
 }
 
+/// The `find` solver (and `default`): miopenFind*Algorithm benchmarks every applicable
+/// algorithm on the unit's own buffers, and its best becomes the call.
 fn prepare_find(
     dev: &DevRef,
     d: Descs,
@@ -333,74 +419,8 @@ fn prepare_find(
         .transpose()?;
     let wsp = ws.as_ref().map_or(std::ptr::null_mut(), |w| w.ptr);
     phases.phase("compile");
-    let l = d.lib().clone();
-    let api = &l.api;
-    let mut perf = [ConvAlgoPerf::default(); 8];
-    let mut got: c_int = 0;
-    let (h, x, w, y, c) = (d.h.raw, d.x.raw, d.w.raw, d.y.raw, d.conv.raw);
-    let (pa, pb, po) = (a.mem.ptr, b.mem.ptr, out.mem.ptr);
-    let t = Instant::now();
-    // SAFETY: live descriptors and device buffers sized for them; `perf` holds 8 entries.
-    let rc = unsafe {
-        match d.dir {
-            Direction::Fwd => (api.miopenFindConvolutionForwardAlgorithm)(
-                h,
-                x,
-                pa,
-                w,
-                pb,
-                c,
-                y,
-                po,
-                8,
-                &mut got,
-                perf.as_mut_ptr(),
-                wsp,
-                ws_bytes,
-                false,
-            ),
-            Direction::BwdData => (api.miopenFindConvolutionBackwardDataAlgorithm)(
-                h,
-                y,
-                pa,
-                w,
-                pb,
-                c,
-                x,
-                po,
-                8,
-                &mut got,
-                perf.as_mut_ptr(),
-                wsp,
-                ws_bytes,
-                false,
-            ),
-            Direction::BwdWeights => (api.miopenFindConvolutionBackwardWeightsAlgorithm)(
-                h,
-                y,
-                pb,
-                x,
-                pa,
-                c,
-                w,
-                po,
-                8,
-                &mut got,
-                perf.as_mut_ptr(),
-                wsp,
-                ws_bytes,
-                false,
-            ),
-        }
-    };
-    l.check(rc, "miopenFindConvolution*Algorithm")?;
-    let found = t.elapsed().as_secs_f64();
-    if got <= 0 {
-        return Err(UnitError::Unsupported(
-            "miopenFindConvolution*Algorithm found no algorithm".into(),
-        ));
-    }
-    let best = perf[0];
+    let bufs = (a.mem.ptr, b.mem.ptr, out.mem.ptr);
+    let (best, found) = d.find(bufs, wsp, ws_bytes)?;
     Ok(Box::new(ConvRun {
         dev: dev.clone(),
         call: ConvCall {

@@ -207,50 +207,9 @@ pub fn prepare(
         }));
     }
     let (call, ws_bytes) = if solver == "rocblas" {
-        if p.compute == DType::Tf32 {
-            return Err(UnitError::Unsupported(
-                "rocBLAS gemm_ex has no TF32 compute type".into(),
-            ));
-        }
-        let lib = need(rb_lib, "rocblas")?;
-        let handle = rb::Handle::new(&lib, dev.stream.raw)?;
-        (Call::Rocblas { lib, handle }, 0)
+        rocblas_call(dev, rb_lib, p)?
     } else {
-        let lib = need(lt_lib, "hipblaslt")?;
-        let plan = Plan::new(&lib, p)?;
-        let hs = plan.heuristics()?;
-        let rank = match solver {
-            "hipblaslt" => 0,
-            other => other
-                .strip_prefix("hipblaslt#")
-                .and_then(|r| r.split('-').next())
-                .and_then(|r| r.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    UnitError::Unsupported(format!(
-                        "hipBLASLt has no solver `{other}` (use hipblaslt, hipblaslt#N, rocblas or all)"
-                    ))
-                })?,
-        };
-        let Some(algo) = hs.get(rank).copied() else {
-            return Err(UnitError::Unsupported(format!(
-                "HIPBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
-                hs.len()
-            )));
-        };
-        // A row must time the solution it names, even if the heuristic's order changed.
-        if let Some(want) = solver
-            .split("-sol")
-            .nth(1)
-            .and_then(|s| s.parse::<i32>().ok())
-            && algo.algo.index() != want
-        {
-            return Err(UnitError::Unsupported(format!(
-                "the heuristic's rank {rank} is now solution {} (the solver names {want})",
-                algo.algo.index()
-            )));
-        }
-        let ws = algo.workspace_size;
-        (Call::Lt { plan, algo }, ws)
+        hipblaslt_call(lt_lib, p, solver)?
     };
     phases.phase("alloc");
     Ok(Box::new(GemmRun {
@@ -268,6 +227,72 @@ pub fn prepare(
     }))
 }
 
+/// The `rocblas` solver: a rocBLAS handle on the device's stream (no workspace).
+fn rocblas_call(
+    dev: &DevRef,
+    rb_lib: &Lib<RocblasRef>,
+    p: &Gemm,
+) -> Result<(Call, usize), UnitError> {
+    if p.compute == DType::Tf32 {
+        return Err(UnitError::Unsupported(
+            "rocBLAS gemm_ex has no TF32 compute type".into(),
+        ));
+    }
+    let lib = need(rb_lib, "rocblas")?;
+    let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+    Ok((Call::Rocblas { lib, handle }, 0))
+}
+
+/// A `hipblaslt` or `hipblaslt#<rank>-sol<index>` solver: the heuristic's algorithm at that rank
+/// (checked to be the solution the name says), and the workspace it asks for.
+fn hipblaslt_call(
+    lt_lib: &Lib<HipblasltRef>,
+    p: &Gemm,
+    solver: &str,
+) -> Result<(Call, usize), UnitError> {
+    let lib = need(lt_lib, "hipblaslt")?;
+    let plan = Plan::new(&lib, p)?;
+    let hs = plan.heuristics()?;
+    let rank = solver_rank(solver)?;
+    let Some(algo) = hs.get(rank).copied() else {
+        return Err(UnitError::Unsupported(format!(
+            "HIPBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
+            hs.len()
+        )));
+    };
+    // A row must time the solution it names, even if the heuristic's order changed.
+    if let Some(want) = solver
+        .split("-sol")
+        .nth(1)
+        .and_then(|s| s.parse::<i32>().ok())
+        && algo.algo.index() != want
+    {
+        return Err(UnitError::Unsupported(format!(
+            "the heuristic's rank {rank} is now solution {} (the solver names {want})",
+            algo.algo.index()
+        )));
+    }
+    let ws = algo.workspace_size;
+    Ok((Call::Lt { plan, algo }, ws))
+}
+
+/// The heuristic rank a hipBLASLt solver name asks for: 0 for plain `hipblaslt`, else the `N`
+/// of `hipblaslt#N` (with or without its `-sol<index>`).
+fn solver_rank(solver: &str) -> Result<usize, UnitError> {
+    match solver {
+        "hipblaslt" => Ok(0),
+        other => other
+            .strip_prefix("hipblaslt#")
+            .and_then(|r| r.split('-').next())
+            .and_then(|r| r.parse::<usize>().ok())
+            .ok_or_else(|| {
+                UnitError::Unsupported(format!(
+                    "hipBLASLt has no solver `{other}` (use hipblaslt, hipblaslt#N, rocblas or all)"
+                ))
+            }),
+    }
+}
+
 /// Launches C = A x B (row-major) for the tensors at the given addresses.
 fn launch(
     dev: &DevRef,
@@ -278,100 +303,121 @@ fn launch(
     pc: *mut c_void,
     ws: Option<&DevMem>,
 ) -> Result<(), UnitError> {
+    match call {
+        Call::Lt { plan, algo } => launch_lt(dev, plan, algo, pa, pb, pc, ws),
+        Call::Rocblas { lib, handle } => launch_rocblas(lib, handle, p, pa, pb, pc),
+    }
+}
+
+/// One hipblasLtMatmul with the plan's descriptors and the chosen algorithm, on the device's
+/// stream.
+fn launch_lt(
+    dev: &DevRef,
+    plan: &Plan,
+    algo: &HeuristicResult,
+    pa: *const c_void,
+    pb: *const c_void,
+    pc: *mut c_void,
+    ws: Option<&DevMem>,
+) -> Result<(), UnitError> {
+    let (a32, b32) = (1.0f32, 0.0f32);
+    // The scale type is always 32F (see Plan::new): f32 alpha and beta.
+    let (al, be): (*const c_void, *const c_void) =
+        ((&a32 as *const f32).cast(), (&b32 as *const f32).cast());
+    let (wsp, wsn) = ws.map_or((std::ptr::null_mut(), 0), |w| (w.ptr, w.bytes));
+    // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
+    let rc = unsafe {
+        (plan.lib.api.hipblasLtMatmul)(
+            plan.handle.raw,
+            plan.desc.raw,
+            al,
+            pb,
+            plan.a.raw,
+            pa,
+            plan.b.raw,
+            be,
+            pc.cast_const(),
+            plan.c.raw,
+            pc,
+            plan.c.raw,
+            &algo.algo,
+            wsp,
+            wsn,
+            dev.stream.raw,
+        )
+    };
+    plan.lib.check(rc, "hipblasLtMatmul")
+}
+
+/// One rocblas_gemm_strided_batched_ex (rocBLAS picks its own algorithm) on the handle's stream.
+fn launch_rocblas(
+    lib: &RocblasRef,
+    handle: &rb::Handle,
+    p: &Gemm,
+    pa: *const c_void,
+    pb: *const c_void,
+    pc: *mut c_void,
+) -> Result<(), UnitError> {
     let (a32, b32) = (1.0f32, 0.0f32);
     let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
-    match call {
-        Call::Lt { plan, algo } => {
-            // The scale type is always 32F (see Plan::new): f32 alpha and beta.
-            let (al, be): (*const c_void, *const c_void) =
-                ((&a32 as *const f32).cast(), (&b32 as *const f32).cast());
-            let (wsp, wsn) = ws.map_or((std::ptr::null_mut(), 0), |w| (w.ptr, w.bytes));
-            // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
-            let rc = unsafe {
-                (plan.lib.api.hipblasLtMatmul)(
-                    plan.handle.raw,
-                    plan.desc.raw,
-                    al,
-                    pb,
-                    plan.a.raw,
-                    pa,
-                    plan.b.raw,
-                    be,
-                    pc.cast_const(),
-                    plan.c.raw,
-                    pc,
-                    plan.c.raw,
-                    &algo.algo,
-                    wsp,
-                    wsn,
-                    dev.stream.raw,
-                )
-            };
-            plan.lib.check(rc, "hipblasLtMatmul")
-        }
-        Call::Rocblas { lib, handle } => {
-            let ty = |d: DType| match d {
-                DType::F16 => rb::F16,
-                DType::Bf16 => rb::BF16,
-                _ => rb::F32,
-            };
-            let (compute, al, be): (c_int, *const c_void, *const c_void) =
-                if p.compute == DType::F16 {
-                    (
-                        rb::F16,
-                        (&a16 as *const half::f16).cast(),
-                        (&b16 as *const half::f16).cast(),
-                    )
-                } else {
-                    (
-                        rb::F32,
-                        (&a32 as *const f32).cast(),
-                        (&b32 as *const f32).cast(),
-                    )
-                };
-            let ((ar, ac), (br, bc)) = shapes(p);
-            let int = |v: usize| {
-                c_int::try_from(v)
-                    .map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
-            };
-            let op = |t: bool| if t { rb::OP_T } else { rb::OP_N };
-            // SAFETY: live handle and device buffers sized for the column-major view.
-            let rc = unsafe {
-                (lib.api.rocblas_gemm_strided_batched_ex)(
-                    handle.raw,
-                    op(p.trans_b),
-                    op(p.trans_a),
-                    int(p.n)?,
-                    int(p.m)?,
-                    int(p.k)?,
-                    al,
-                    pb,
-                    ty(p.dtype),
-                    int(ar.max(1))?,
-                    (ar * ac) as i64,
-                    pa,
-                    ty(p.dtype),
-                    int(br.max(1))?,
-                    (br * bc) as i64,
-                    be,
-                    pc.cast_const(),
-                    ty(p.out_dtype),
-                    int(p.n.max(1))?,
-                    (p.n * p.m) as i64,
-                    pc,
-                    ty(p.out_dtype),
-                    int(p.n.max(1))?,
-                    (p.n * p.m) as i64,
-                    int(p.batch)?,
-                    compute,
-                    rb::ALGO_STANDARD,
-                    0,
-                    0,
-                )
-            };
-            lib.check(rc, "rocblas_gemm_strided_batched_ex")
-        }
-    }
+    let ty = |d: DType| match d {
+        DType::F16 => rb::F16,
+        DType::Bf16 => rb::BF16,
+        _ => rb::F32,
+    };
+    let (compute, al, be): (c_int, *const c_void, *const c_void) = if p.compute == DType::F16 {
+        (
+            rb::F16,
+            (&a16 as *const half::f16).cast(),
+            (&b16 as *const half::f16).cast(),
+        )
+    } else {
+        (
+            rb::F32,
+            (&a32 as *const f32).cast(),
+            (&b32 as *const f32).cast(),
+        )
+    };
+    let ((ar, ac), (br, bc)) = shapes(p);
+    let int = |v: usize| {
+        c_int::try_from(v).map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
+    };
+    let op = |t: bool| if t { rb::OP_T } else { rb::OP_N };
+    // SAFETY: live handle and device buffers sized for the column-major view.
+    let rc = unsafe {
+        (lib.api.rocblas_gemm_strided_batched_ex)(
+            handle.raw,
+            op(p.trans_b),
+            op(p.trans_a),
+            int(p.n)?,
+            int(p.m)?,
+            int(p.k)?,
+            al,
+            pb,
+            ty(p.dtype),
+            int(ar.max(1))?,
+            (ar * ac) as i64,
+            pa,
+            ty(p.dtype),
+            int(br.max(1))?,
+            (br * bc) as i64,
+            be,
+            pc.cast_const(),
+            ty(p.out_dtype),
+            int(p.n.max(1))?,
+            (p.n * p.m) as i64,
+            pc,
+            ty(p.out_dtype),
+            int(p.n.max(1))?,
+            (p.n * p.m) as i64,
+            int(p.batch)?,
+            compute,
+            rb::ALGO_STANDARD,
+            0,
+            0,
+        )
+    };
+    lib.check(rc, "rocblas_gemm_strided_batched_ex")
 }
 
 /// A configured GEMM for the graph op: the solver's library and algorithm, any operands.
