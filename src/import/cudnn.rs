@@ -67,31 +67,15 @@ fn graph(v: &J) -> Parsed {
     }
 }
 
+/// A convolution node as a problem: `Ok(Err(why))` where rocsweep cannot run it, `Err(why)`
+/// where the node cannot be read.
 fn conv(g: &J, node: &J) -> Result<Result<Conv, String>, String> {
-    let op = node["operation"].as_str().unwrap_or("");
-    let (direction, x, w, y) = if op.contains("FORWARD") {
-        ("fwd", "X", "W", "Y")
-    } else if op.contains("BACKWARD_DATA") {
-        ("bwd_data", "dX", "W", "dY")
-    } else {
-        ("bwd_weights", "X", "dW", "dY")
-    };
-    let tensor = |key: &str| -> Result<&J, String> {
-        let name = node[key]
-            .as_str()
-            .ok_or_else(|| format!("the node has no {key}"))?;
-        g["tensors"]
-            .as_array()
-            .and_then(|ts| ts.iter().find(|t| t["name"].as_str() == Some(name)))
-            .ok_or_else(|| format!("tensor {name} ({key}) is not in the graph"))
-    };
-    let ints = |t: &J, key: &str| -> Result<Vec<i64>, String> {
-        t[key]
-            .as_array()
-            .and_then(|a| a.iter().map(J::as_i64).collect::<Option<Vec<_>>>())
-            .ok_or_else(|| format!("no integer list `{key}`"))
-    };
-    let (xt, wt, _) = (tensor(x)?, tensor(w)?, tensor(y)?);
+    let (direction, x, w, y) = roles(node["operation"].as_str().unwrap_or(""));
+    let (xt, wt, _) = (
+        tensor(g, node, x)?,
+        tensor(g, node, w)?,
+        tensor(g, node, y)?,
+    );
     let (xd, wd, xs) = (ints(xt, "dim")?, ints(wt, "dim")?, ints(xt, "stride")?);
     if xd.len() != 4 || wd.len() != 4 || xs.len() != 4 {
         return Ok(Err(format!(
@@ -104,17 +88,9 @@ fn conv(g: &J, node: &J) -> Result<Result<Conv, String>, String> {
             "cuDNN convolution mode CUDNN_CONVOLUTION (flipped filter)".into(),
         ));
     }
-    let dtype = match xt["dataType"].as_str().unwrap_or("") {
-        "CUDNN_DATA_FLOAT" => DType::F32,
-        "CUDNN_DATA_HALF" => DType::F16,
-        "CUDNN_DATA_BFLOAT16" => DType::Bf16,
-        other => return Ok(Err(format!("cuDNN convolution on {other}"))),
-    };
-    let pair = |key: &str| -> Result<(i64, i64), String> {
-        match ints(node, key)?.as_slice() {
-            [a, b] => Ok((*a, *b)),
-            other => Err(format!("`{key}` has {} values, not 2", other.len())),
-        }
+    let dtype = match data_type(xt) {
+        Ok(d) => d,
+        Err(why) => return Ok(Err(why)),
     };
     let groups = node["groupCount"]
         .as_i64()
@@ -136,9 +112,9 @@ fn conv(g: &J, node: &J) -> Result<Result<Conv, String>, String> {
     };
     let (kernel, pad, stride, dilation) = (
         (wd[2], wd[3]),
-        pair("pad")?,
-        pair("stride")?,
-        pair("dilation")?,
+        pair(node, "pad")?,
+        pair(node, "stride")?,
+        pair(node, "dilation")?,
     );
     Ok((|| {
         Ok(Conv {
@@ -149,4 +125,52 @@ fn conv(g: &J, node: &J) -> Result<Result<Conv, String>, String> {
             ..c
         })
     })())
+}
+
+/// A convolution operation's direction and the node's keys of its (x, w, y) tensors.
+fn roles(op: &str) -> (&'static str, &'static str, &'static str, &'static str) {
+    if op.contains("FORWARD") {
+        ("fwd", "X", "W", "Y")
+    } else if op.contains("BACKWARD_DATA") {
+        ("bwd_data", "dX", "W", "dY")
+    } else {
+        ("bwd_weights", "X", "dW", "dY")
+    }
+}
+
+/// The graph's tensor that the node names under `key`.
+fn tensor<'g>(g: &'g J, node: &J, key: &str) -> Result<&'g J, String> {
+    let name = node[key]
+        .as_str()
+        .ok_or_else(|| format!("the node has no {key}"))?;
+    g["tensors"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"].as_str() == Some(name)))
+        .ok_or_else(|| format!("tensor {name} ({key}) is not in the graph"))
+}
+
+/// A list of integers under `key` (a tensor's `dim`, a node's `pad`).
+fn ints(t: &J, key: &str) -> Result<Vec<i64>, String> {
+    t[key]
+        .as_array()
+        .and_then(|a| a.iter().map(J::as_i64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| format!("no integer list `{key}`"))
+}
+
+/// A node's two spatial values under `key` (height, width).
+fn pair(node: &J, key: &str) -> Result<(i64, i64), String> {
+    match ints(node, key)?.as_slice() {
+        [a, b] => Ok((*a, *b)),
+        other => Err(format!("`{key}` has {} values, not 2", other.len())),
+    }
+}
+
+/// A tensor's element type; `Err` names a type rocsweep does not run.
+fn data_type(t: &J) -> Result<DType, String> {
+    match t["dataType"].as_str().unwrap_or("") {
+        "CUDNN_DATA_FLOAT" => Ok(DType::F32),
+        "CUDNN_DATA_HALF" => Ok(DType::F16),
+        "CUDNN_DATA_BFLOAT16" => Ok(DType::Bf16),
+        other => Err(format!("cuDNN convolution on {other}")),
+    }
 }

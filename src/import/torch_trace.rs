@@ -29,18 +29,58 @@ pub struct Event {
     pub found: Found,
 }
 
+/// Launches per thread (pid, tid): (start time, correlation id), by start time.
+type Launches = HashMap<(String, String), Vec<(f64, i64)>>;
+
 /// Whether a file's text is a Chrome trace (a JSON object with `traceEvents`).
 pub fn is_trace(text: &str) -> bool {
     text.trim_start().starts_with('{') && text.contains("\"traceEvents\"")
 }
 
+/// The recognised op events of a trace, in trace order, each with the device time of the
+/// kernels its launches started.
 pub fn events(text: &str) -> Result<Vec<Event>, String> {
     let v: J = serde_json::from_str(text).map_err(|e| format!("not valid trace JSON: {e}"))?;
     let all = v["traceEvents"]
         .as_array()
         .ok_or("`traceEvents` is not an array")?;
-    let kernel_us: HashMap<i64, (f64, String)> = all
-        .iter()
+    let kernel_us = kernel_times(all);
+    let launches = launches_by_thread(all);
+    let ops = op_events(all);
+    let mut out = Vec::new();
+    for (i, (index, e)) in ops.iter().enumerate() {
+        let (ts, dur) = (
+            e["ts"].as_f64().unwrap_or(0.0),
+            e["dur"].as_f64().unwrap_or(0.0),
+        );
+        let encloses_next = ops.get(i + 1).is_some_and(|(_, n)| {
+            thread(n) == thread(e) && n["ts"].as_f64().unwrap_or(0.0) < ts + dur
+        });
+        if encloses_next {
+            continue;
+        }
+        let kernels = kernels_within(&launches, &kernel_us, e, ts, dur);
+        let name = e["name"].as_str().unwrap_or("");
+        let args = &e["args"];
+        let text = format!(
+            "{name} Input Dims {} Concrete Inputs {}",
+            args["Input Dims"], args["Concrete Inputs"]
+        );
+        for parsed in read(name, args, &kernels) {
+            out.push(Event {
+                index: *index,
+                text: text.clone(),
+                found: Found::new(FORMAT, parsed),
+            });
+        }
+    }
+    out.sort_by_key(|e| e.index);
+    Ok(out)
+}
+
+/// Device activity (kernels, memcpys, memsets) by correlation id: its duration in µs and name.
+fn kernel_times(all: &[J]) -> HashMap<i64, (f64, String)> {
+    all.iter()
         .filter(|e| {
             e["cat"]
                 .as_str()
@@ -55,9 +95,12 @@ pub fn events(text: &str) -> Result<Vec<Event>, String> {
                 ),
             ))
         })
-        .collect();
-    // Launches per thread, by start time.
-    let mut launches: HashMap<(String, String), Vec<(f64, i64)>> = HashMap::new();
+        .collect()
+}
+
+/// Launches per thread, by start time: the runtime's and driver's calls as (start, correlation).
+fn launches_by_thread(all: &[J]) -> Launches {
+    let mut launches: Launches = HashMap::new();
     for e in all.iter().filter(|e| {
         e["cat"]
             .as_str()
@@ -70,6 +113,12 @@ pub fn events(text: &str) -> Result<Vec<Event>, String> {
     for l in launches.values_mut() {
         l.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
+    launches
+}
+
+/// The complete events of the ops read (with their index in traceEvents), by thread and start
+/// time, an enclosing op before the ops it encloses (longer first where they start together).
+fn op_events(all: &[J]) -> Vec<(usize, &J)> {
     let mut ops: Vec<(usize, &J)> = all
         .iter()
         .enumerate()
@@ -90,45 +139,29 @@ pub fn events(text: &str) -> Result<Vec<Event>, String> {
             .then(ka.1.total_cmp(&kb.1))
             .then(ka.2.total_cmp(&kb.2))
     });
-    let mut out = Vec::new();
-    for (i, (index, e)) in ops.iter().enumerate() {
-        let (ts, dur) = (
-            e["ts"].as_f64().unwrap_or(0.0),
-            e["dur"].as_f64().unwrap_or(0.0),
-        );
-        let encloses_next = ops.get(i + 1).is_some_and(|(_, n)| {
-            thread(n) == thread(e) && n["ts"].as_f64().unwrap_or(0.0) < ts + dur
-        });
-        if encloses_next {
-            continue;
-        }
-        let kernels: Vec<&(f64, String)> = launches
-            .get(&thread(e))
-            .map(|l| {
-                let from = l.partition_point(|(t, _)| *t < ts);
-                l[from..]
-                    .iter()
-                    .take_while(|(t, _)| *t <= ts + dur)
-                    .filter_map(|(_, c)| kernel_us.get(c))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let name = e["name"].as_str().unwrap_or("");
-        let args = &e["args"];
-        let text = format!(
-            "{name} Input Dims {} Concrete Inputs {}",
-            args["Input Dims"], args["Concrete Inputs"]
-        );
-        for parsed in read(name, args, &kernels) {
-            out.push(Event {
-                index: *index,
-                text: text.clone(),
-                found: Found::new(FORMAT, parsed),
-            });
-        }
-    }
-    out.sort_by_key(|e| e.index);
-    Ok(out)
+    ops
+}
+
+/// The device activity of the launches that the op event `e` (from `ts`, lasting `dur`) made
+/// on its own thread.
+fn kernels_within<'a>(
+    launches: &Launches,
+    kernel_us: &'a HashMap<i64, (f64, String)>,
+    e: &J,
+    ts: f64,
+    dur: f64,
+) -> Vec<&'a (f64, String)> {
+    launches
+        .get(&thread(e))
+        .map(|l| {
+            let from = l.partition_point(|(t, _)| *t < ts);
+            l[from..]
+                .iter()
+                .take_while(|(t, _)| *t <= ts + dur)
+                .filter_map(|(_, c)| kernel_us.get(c))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn thread(e: &J) -> (String, String) {
