@@ -2,7 +2,7 @@
 """PyTorch's times for every distinct shape of a rocsweep run, measured the way rocsweep measures,
 in the same device command.
 
-usage: peer_times.py RUN_DIR OUT.csv
+usage: peer_times.py [--rotating-mib N] RUN_DIR OUT.csv
        peer_times.py --cublaslt RUN_DIR OUT.csv   (the second GEMM pass, started by the first)
        peer_times.py --pristine RUN_DIR OUT.csv   (the pristine pass: adds its columns to OUT.csv)
        peer_times.py --pristine-one RUN_DIR KEY  (one shape of it, started by --pristine)
@@ -68,6 +68,15 @@ rocsweep unit places them (`pristine_one`); PyTorch's matmul and rocsweep's call
 loops, and rocsweep's call with B moved to 6 other places (pristine_spread_ms).
 rocsweep's call and loop need no PyTorch: they live in lt_ctypes.py (lt_bare.py runs them in
 processes without it).
+--rotating-mib N (GEMM only; both passes; no placement variants, no pristine pass): rotating operands
+as rocsweep's `[timing] rotating_mib` (src/backend/cuda/gemm.rs `rotate_inputs`, src/timing.rs
+`rotating_sets`): the operands and copies of A and B, ceil(N MiB / (A + B bytes)) sets in all
+(1 to 256), and consecutive calls use them in turn, the turn carried across samples and units of
+one shape (rocsweep's `next`): each call of a captured graph of K calls holds the next set, the
+per-call sample takes one, and the warm and the timed replay of a sample run the same K sets. All
+calls write the one output C, as rocsweep's. PyTorch's matmul and the replica use the same sets
+(each its own turn); rot_sets records the count. It reaches the --cublaslt child through
+PEER_ROTATING_MIB.
 Both passes record the kernels one call ran and the device timeline of one graph replay of K
 calls (torch.profiler, after all timing: device-busy time per call, device activities per call,
 mean gap between consecutive activities), and the workspace PyTorch allocated for a first small
@@ -85,7 +94,7 @@ import time
 import torch
 
 from lt_ctypes import (IDLE_S, KEYS, LT_WORKSPACE_KIB, MAX_K, TARGET_MS, DriverUnit, _lt, _matmul_fn, _plan,
-                       driver, k_rule, median_trial, policy_of, rocsweep_lt0_k, sm_clock_mhz)
+                       driver, k_rule, median_trial, policy_of, sm_clock_mhz)
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 LT_ENV = {"CUBLASLT_WORKSPACE_SIZE": str(LT_WORKSPACE_KIB),
@@ -109,8 +118,70 @@ PRISTINE = ["rep_pristine", "torch_lt_pristine", "torch_lt_pristine_drv", "rep_p
 PRISTINE_ONLY = ([f"{v}_{f}" for v in PRISTINE for f in ("ms", "trial_ms", "clock_mhz")]
                  + ["pristine_k", "pristine_drv_k", "pristine_addrs", "pristine_same_output",
                     "pristine_spread_ms", "pristine_spread_addrs"])
-FIELDS = (["op", "key"] + [f"torch_{f}" for f in PASS_FIELDS] + [f"torch_lt_{f}" for f in PASS_FIELDS]
+FIELDS = (["op", "key", "rot_mib", "rot_sets"] + [f"torch_{f}" for f in PASS_FIELDS] + [f"torch_lt_{f}" for f in PASS_FIELDS]
           + LT_ONLY + PRISTINE_ONLY)
+
+
+def is_lt0(solver):
+    """cuBLASLt's first heuristic algorithm in a rocsweep run: `lt#0-algo<id>` where the sweep asks
+    for every algorithm (`solver = "all"`), `lt#0` where it names that one alone."""
+    return solver == "lt#0" or solver.startswith("lt#0-")
+
+
+def rocsweep_lt0_k(run_dir):
+    """rocsweep's K for its lt#0 unit per GEMM key: its rule applied to the unit's call_median_ms
+    (each of its samples takes K from that sample's own call; the median call gives the usual K)."""
+    out = {}
+    for r in csv.DictReader(open(f"{run_dir}/results.csv")):
+        if r["op"] == "gemm" and is_lt0(r["solver"]) and r.get("call_median_ms"):
+            out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = k_rule(float(r["call_median_ms"]))
+    return out
+
+
+# rocsweep's [timing] rotating_mib for GEMM (--rotating-mib N, or PEER_ROTATING_MIB in the child).
+ROTATING_MIB = int(os.environ.get("PEER_ROTATING_MIB", "0") or 0)
+
+
+def run_rotating_mib(run_dir):
+    """The rocsweep run's [timing] rotating_mib (0 where its manifest has none)."""
+    try:
+        return int(json.load(open(f"{run_dir}/manifest.json"))["policies"]["timing"].get("rotating_mib", 0))
+    except (OSError, KeyError, ValueError, TypeError):
+        return 0
+
+
+def rotating_sets(nbytes, set_bytes):
+    """rocsweep's rotating_sets (src/timing.rs): how many input sets (the original and its copies)
+    make up `nbytes` of rotating inputs of `set_bytes` each, at least 1 and at most 256."""
+    if nbytes == 0 or set_bytes == 0:
+        return 1
+    return max(1, min(256, -(-nbytes // set_bytes)))
+
+
+def rotation(ops):
+    """[(a, b), ...]: the operands and ROTATING_MIB's copies of A and B (rocsweep's rotate_inputs:
+    copies holding the same bits, made once per unit), the original first."""
+    a, b = ops[0], ops[1]
+    n = rotating_sets(ROTATING_MIB << 20, a.numel() * a.element_size() + b.numel() * b.element_size())
+    sets = [(a, b)] + [(a.clone(), b.clone()) for _ in range(n - 1)]
+    torch.cuda.synchronize()
+    return sets
+
+
+def in_turn(fns):
+    """One callable that runs fns[0], fns[1], ... in turn, the turn kept between calls (rocsweep's
+    GemmRun::run: `sets[next % sets.len()]`, next += 1 per call); a single fn stays itself."""
+    if len(fns) == 1:
+        return fns[0]
+    turn = [0]
+
+    def f(*args):
+        i = turn[0]
+        turn[0] = i + 1
+        return fns[i % len(fns)](*args)
+    f.sets = len(fns)
+    f.fns = fns
+    return f
 
 
 def per_call_ms(fn, reps=30):
@@ -311,28 +382,34 @@ def gemm_operands(r):
     return a, b, c
 
 
-def gemm_fn(r, ops=None):
+def gemm_fn(r, ops=None, sets=None):
+    """torch.matmul into one output; with `sets` (rotation), consecutive calls take the sets in turn."""
     torch.backends.cuda.matmul.allow_tf32 = r["compute"] == "tf32"
     a, b, c = ops or gemm_operands(r)
+    if sets:
+        return in_turn([lambda a=a, b=b: torch.matmul(a, b, out=c) for a, b in sets])
     return lambda: torch.matmul(a, b, out=c)
 
 
 # --- rocsweep's cuBLASLt call from Python (src/backend/cuda/gemm.rs), for the fidelity pass ---
 
-def replica(r, ops, lib_path=None):
+def replica(r, ops, lib_path=None, sets=None):
     """(fn, chosen, keep): one cublasLtMatmul as rocsweep's GemmCall makes it (row-major C = A B
     as the column-major C^T = B^T A^T, no transposes, first heuristic algorithm with a 64 MiB
     workspace preference, workspace of the algorithm's size, beta = 0, D = C), on `ops` (tensors
-    of PyTorch's caching allocator); the workspace from PyTorch's allocator too."""
+    of PyTorch's caching allocator); the workspace from PyTorch's allocator too. With `sets`
+    (rotation), consecutive calls take the sets of A and B in turn."""
     lib, handle, plan = _plan(r, lib_path)
     a, b, c = ops
     size = plan["size"]
     wbuf = torch.empty(max(size, 1), device="cuda", dtype=torch.uint8)
     wptr = wbuf.data_ptr() if size else None
-    fn = _matmul_fn(lib, handle, plan, a.data_ptr(), b.data_ptr(), c.data_ptr(), wptr)
+    fn = in_turn([_matmul_fn(lib, handle, plan, sa.data_ptr(), sb.data_ptr(), c.data_ptr(), wptr)
+                  for sa, sb in (sets or [(a, b)])])
+    fn.plan = plan
     # `fn` holds raw addresses only: `keep` holds the operands too (torch.cuda.graph empties the
     # allocator's cache, so freed operands would be unmapped: an illegal address).
-    keep = (plan, wbuf, ops)
+    keep = (plan, wbuf, ops, sets)
     return fn, plan["chosen"], keep
 
 
@@ -550,7 +627,7 @@ def pristine_one(run_dir, key):
     `PRISTINE <json>`."""
     torch.backends.cuda.preferred_blas_library("cublaslt")
     r = next(r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
-             if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and
+             if r["op"] == "gemm" and is_lt0(r["solver"]) and
              ";".join(f"{c}={r[c]}" for c in KEYS["gemm"]) == key)
     policy = policy_of(run_dir)
     kr = rocsweep_lt0_k(run_dir).get(key)
@@ -628,7 +705,15 @@ def pristine_pass(run_dir, result):
 
 
 def main():
+    global ROTATING_MIB
     args = sys.argv[1:]
+    if "--rotating-mib" in args:
+        i = args.index("--rotating-mib")
+        ROTATING_MIB = int(args[i + 1])
+        del args[i:i + 2]
+        os.environ["PEER_ROTATING_MIB"] = str(ROTATING_MIB)  # the --cublaslt child rotates too
+    if ROTATING_MIB and args[:1] in (["--pristine-one"], ["--pristine"]):
+        sys.exit("--rotating-mib: the pristine pass does not rotate")
     if args[:1] == ["--pristine-one"]:
         pristine_one(args[1], args[2])
         return
@@ -665,15 +750,18 @@ def main():
     ws = ", ".join(f"{v}={os.environ.get(v, 'unset')}" for v in LT_ENV)
     blas = f"{blas_name()}; {ws}"
     print(f"{pass_name}: preferred BLAS library {blas}; rocsweep's [timing] {policy}; K rule "
-          f"ceil({TARGET_MS} ms / launch-free ms per call) in [1, {MAX_K}]; idle {IDLE_S} s per unit",
-          flush=True)
+          f"ceil({TARGET_MS} ms / launch-free ms per call) in [1, {MAX_K}]; idle {IDLE_S} s per unit; "
+          f"rotating {ROTATING_MIB} MiB (the run's rotating_mib: {run_rotating_mib(run_dir)})", flush=True)
+    if ROTATING_MIB != run_rotating_mib(run_dir):
+        print(f"{pass_name}: WARNING --rotating-mib {ROTATING_MIB} differs from the run's rotating_mib", flush=True)
     if gemm:
         peak, kept = workspace_probe()
         print(f"{pass_name}: first matmul allocated {peak / 2**20:.1f} MiB at its peak, "
               f"{kept / 2**20:.1f} MiB kept (PyTorch's BLAS workspaces)", flush=True)
     kr = rocsweep_lt0_k(run_dir) if lt else {}
     mirror = Mirror(policy)
-    variants = lt and os.environ.get("PEER_VARIANTS", "1") != "0"
+    # the placement variants place one set of operands: none with rotation
+    variants = lt and os.environ.get("PEER_VARIANTS", "1") != "0" and not ROTATING_MIB
     dunit = DriverUnit(policy) if variants else None
     # Every shape's callables, each primed and its K probed, before any timing.
     shapes = []
@@ -682,17 +770,19 @@ def main():
             ops, fn = None, conv_fn(r)
         else:
             ops = gemm_operands(r)
-            fn = gemm_fn(r, ops)
+            sets = rotation(ops) if ROTATING_MIB else None
+            fn = gemm_fn(r, ops, sets)
         with torch.no_grad():
             mirror.prime(fn)
             probe, k = probe_k(fn)
         s = {"r": r, "key": key, "fn": fn, "k": k, "probe": probe, "ops": ops, "x": {}}
         s["x"].update({"op": r["op"], "key": key, "torch_k": k, "torch_probe_ms": f"{probe:.6f}",
+                       "rot_mib": ROTATING_MIB if ops else "", "rot_sets": getattr(fn, "sets", 1) if ops else "",
                        "torch_blas": blas if r["op"] == "gemm" else ""})
         if lt and r["op"] == "gemm":
             s["kr"] = kr.get(key)
             try:
-                rep, chosen, keep = replica(r, ops)
+                rep, chosen, keep = replica(r, ops, sets=sets)
                 mirror.prime(rep)
                 rk = k  # PyTorch's K: the replica and PyTorch then differ only in the call
                 ref = torch.empty_like(ops[2])
