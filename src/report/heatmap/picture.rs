@@ -1,0 +1,222 @@
+//! Drawing the map: panels of cells (status colour, hatching, the phase a unit hung in), their
+//! axes and titles, and the legend; the layout rules and the data are the parent's.
+
+use super::*;
+
+fn legend_items() -> Vec<LegendItem> {
+    let mut v: Vec<LegendItem> = Status::ALL
+        .iter()
+        .map(|s| {
+            let code = facts::code(*s);
+            let mut text = if code.is_empty() {
+                s.name().to_string()
+            } else if facts::shows_phase(*s) {
+                format!("{code}:phase {s}")
+            } else {
+                format!("{code} {s}")
+            };
+            if *s == Status::InferredOk {
+                text.push_str(" (hatched: inferred, not run)");
+            } else if *s == Status::InferredFail {
+                text.push_str(" (hatched, in the colour of the failure it was inferred from)");
+            }
+            LegendItem {
+                color: facts::color(*s),
+                text,
+                line: false,
+                hatched: s.is_inferred(),
+                shape: None,
+            }
+        })
+        .collect();
+    v.push(LegendItem {
+        color: NO_UNIT,
+        text: "no unit".to_string(),
+        line: false,
+        hatched: false,
+        shape: None,
+    });
+    v
+}
+
+impl Heatmap {
+    /// Cells over all panels.
+    pub fn cells(&self) -> usize {
+        self.panels.len() * self.x_labels.len() * self.y_labels.len()
+    }
+    /// Whether the map is small enough to draw (and to show as HTML): past it a note stands in.
+    pub fn drawable(&self) -> bool {
+        !too_large(self.size())
+    }
+    fn panel_w(&self) -> u32 {
+        self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN
+    }
+    fn panel_h(&self) -> u32 {
+        PANEL_TITLE_H + Y_TITLE_ROW_H + CELL_H * self.y_labels.len() as u32 + BELOW_GRID_H
+    }
+    fn width(&self) -> u32 {
+        (self.cols * self.panel_w() + 2 * MARGIN).max(820)
+    }
+    fn top(&self) -> u32 {
+        TOP + 20 * (self.subtitle.len() as u32).saturating_sub(1)
+    }
+
+    fn draw_panel<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        p: &Panel,
+        (ox, oy): (i32, i32),
+    ) -> DrawResult<DB> {
+        let nx = self.x_labels.len();
+        let ny = self.y_labels.len();
+        let (cw, ch) = (self.cell_w as i32, CELL_H as i32);
+        let gx = ox + self.y_label_w as i32;
+        let gy = oy + (PANEL_TITLE_H + Y_TITLE_ROW_H) as i32;
+        let grid_w = cw * nx as i32;
+        let grid_h = ch * ny as i32;
+        let tf = draw::bold(15.0);
+        let shown = draw::fit(&tf, &p.title, self.panel_w() - MARGIN);
+        let title_at = (gx + grid_w / 2, oy + PANEL_TITLE_H as i32 / 2);
+        c.text(&shown, title_at, &tf, &BLACK, draw::CENTER)?;
+        for yi in 0..ny {
+            // Smallest configuration at the bottom, as on a plot's y axis.
+            let y0 = gy + (ny - 1 - yi) as i32 * ch;
+            for xi in 0..nx {
+                let x0 = gx + xi as i32 * cw;
+                let cell = p.cells[yi * nx + xi].as_ref();
+                let bg = cell.map_or(NO_UNIT, |cell| facts::color(cell.shade));
+                let (a, b) = ((x0 + 1, y0 + 1), (x0 + cw - 1, y0 + ch - 1));
+                c.area.draw(&Rectangle::new([a, b], bg.filled()))?;
+                if cell.is_some_and(|cell| cell.status.is_inferred()) {
+                    draw::hatch(c, a, b, bg)?;
+                }
+                if let Some(cell) = cell {
+                    cell_text(c, cell, (x0, y0), (cw, ch), draw::contrast(bg))?;
+                }
+            }
+        }
+        let lf = draw::font(LABEL_PX);
+        for (yi, label) in self.y_labels.iter().enumerate() {
+            let cy = gy + (ny - 1 - yi) as i32 * ch + ch / 2;
+            let shown = draw::fit(&lf, label, self.y_label_w - 8);
+            c.text(&shown, (gx - 6, cy), &lf, &draw::GREY, draw::RIGHT)?;
+        }
+        // Thin out x labels that would run into each other.
+        let widest = self
+            .x_labels
+            .iter()
+            .map(|l| draw::text_width(&lf, l))
+            .max()
+            .unwrap_or(0) as i32;
+        let every = ((widest + 8) / cw.max(1) + 1).max(1) as usize;
+        for (xi, label) in self.x_labels.iter().enumerate() {
+            if xi % every == 0 {
+                let at = (gx + xi as i32 * cw + cw / 2, gy + grid_h + 12);
+                c.text(label, at, &lf, &draw::GREY, draw::CENTER)?;
+            }
+        }
+        let af = draw::font(14.0);
+        let at = (gx + grid_w / 2, gy + grid_h + 34);
+        c.text(&self.x_title, at, &af, &BLACK, draw::CENTER)?;
+        if !self.y_title.is_empty() {
+            let yf = draw::bold(LABEL_PX);
+            let shown = draw::fit(&yf, &self.y_title, self.y_label_w - 8);
+            let at = (gx - 6, gy - Y_TITLE_ROW_H as i32 / 2);
+            c.text(&shown, at, &yf, &draw::GREY, draw::RIGHT)?;
+        }
+        Ok(())
+    }
+}
+
+/// Hang, crash and interrupted cells say in which phase; the others carry their letter.
+fn cell_text<DB: DrawingBackend>(
+    c: &Canvas<DB>,
+    cell: &Cell,
+    (x0, y0): (i32, i32),
+    (cw, ch): (i32, i32),
+    color: RGBColor,
+) -> DrawResult<DB> {
+    let code = facts::code(cell.status);
+    if code.is_empty() {
+        return Ok(());
+    }
+    let (cx, cy) = (x0 + cw / 2, y0 + ch / 2);
+    let room = (cw - 6).max(0) as u32;
+    if facts::shows_phase(cell.status) && !cell.phase.is_empty() {
+        let text = cell.text();
+        for px in [12.0, 10.0] {
+            let f = draw::font(px);
+            if draw::text_width(&f, &text) <= room {
+                return c.text(&text, (cx, cy), &f, &color, draw::CENTER);
+            }
+        }
+        let small = draw::font(9.5);
+        if draw::text_width(&small, &cell.phase) <= room {
+            c.text(code, (cx, cy - 7), &draw::bold(10.0), &color, draw::CENTER)?;
+            return c.text(&cell.phase, (cx, cy + 7), &small, &color, draw::CENTER);
+        }
+    }
+    c.text(code, (cx, cy), &draw::bold(12.0), &color, draw::CENTER)
+}
+
+impl Heatmap {
+    /// (column, row) of each panel: the overview panels fill the first rows, the per-solver
+    /// panels start on a row of their own.
+    fn places(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::with_capacity(self.panels.len());
+        let (mut col, mut row) = (0u32, 0u32);
+        for (i, p) in self.panels.iter().enumerate() {
+            let section_starts = i > 0 && self.panels[i - 1].overview && !p.overview;
+            if col == self.cols || (section_starts && col > 0) {
+                col = 0;
+                row += 1;
+            }
+            out.push((col, row));
+            col += 1;
+        }
+        out
+    }
+
+    fn grid_rows(&self) -> u32 {
+        self.places().last().map_or(0, |p| p.1 + 1)
+    }
+}
+
+impl Figure for Heatmap {
+    fn size(&self) -> (u32, u32) {
+        let w = self.width();
+        let legend = draw::legend_height(&legend_items(), &draw::font(13.0), w - 2 * MARGIN);
+        (
+            w,
+            self.top() + self.grid_rows() * self.panel_h() + legend + 2 * MARGIN,
+        )
+    }
+
+    fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
+        let w = self.width();
+        draw::title(c, &self.title, w)?;
+        for (i, line) in self.subtitle.iter().enumerate() {
+            draw::subtitle(c, line, w, 50 + 20 * i as i32)?;
+        }
+        // Centre the panel grid when the figure is wider than the panels need.
+        let used = self.cols * self.panel_w();
+        let left = ((w - used) / 2) as i32;
+        for (p, (col, row)) in self.panels.iter().zip(self.places()) {
+            let origin = (
+                left + (col * self.panel_w()) as i32,
+                (self.top() + row * self.panel_h()) as i32,
+            );
+            self.draw_panel(c, p, origin)?;
+        }
+        draw::draw_legend(
+            c,
+            &legend_items(),
+            &draw::font(13.0),
+            (
+                MARGIN as i32,
+                (self.top() + self.grid_rows() * self.panel_h() + MARGIN / 2) as i32,
+            ),
+            w - 2 * MARGIN,
+        )
+    }
+}
