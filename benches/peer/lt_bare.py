@@ -4,7 +4,7 @@ is timed from Python? rocsweep's call, allocations and timing loop (lt_ctypes.py
 process that never imports PyTorch, then with PyTorch imported, then with PyTorch initialising
 CUDA, each against rocsweep's lt#0 of the same run.
 
-usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda]
+usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda] [--shapes MxNxK:DTYPE,...]
            Per lt#0 GEMM shape of RUN_DIR (no transposes, batch 1), one after the other in this
            process, each as a rocsweep unit: cuBLASLt's handle and heuristic (LT_BARE_LIB, a path:
            the system library rocsweep loads, also where PyTorch loaded its copy), the
@@ -14,7 +14,10 @@ usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda]
            (none) PyTorch never imported, the driver API initialises CUDA as cudarc does;
            (CUBLAS_WORKSPACE_CONFIG set: the mode is labelled +lt-env, for peer_times' LT_ENV);
            --import-torch: `import torch` first, PyTorch never touches CUDA; --torch-cuda: PyTorch
-           initialises CUDA first (torch.cuda.init). Prints `BARE <json>` per shape.
+           initialises CUDA first (torch.cuda.init). --shapes: only those shapes (e.g.
+           8x4096x4096:bf16). The graph protocol is lt_ctypes' (PEER_GRAPH_PROTOCOL: upload,
+           rocsweep's since 41f8d8c, by default; warm, rocsweep's before). LT_BARE_LABEL, where
+           set, is added to the mode's label (e.g. the library copy). Prints `BARE <json>` per shape.
        lt_bare.py --table RUN_DIR LOG...
            The logs' BARE lines against RUN_DIR's lt#0, as Markdown.
 """
@@ -30,7 +33,7 @@ def table(run_dir, logs):
     import lt_ctypes as lc
     roc = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
-        if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r["median_ms"]:
+        if r["op"] == "gemm" and lc.is_lt0(r["solver"]) and r["median_ms"]:
             roc[";".join(f"{c}={r[c]}" for c in lc.KEYS["gemm"])] = float(r["median_ms"])
     rows = {}
     modes = []
@@ -72,8 +75,14 @@ def main():
     if sys.argv[1:2] == ["--table"]:
         table(sys.argv[2], sys.argv[3:])
         return
-    run_dir = sys.argv[1]
-    mode = sys.argv[2] if len(sys.argv) > 2 else "bare"
+    args = sys.argv[1:]
+    only = None
+    if "--shapes" in args:
+        i = args.index("--shapes")
+        only = set(args[i + 1].split(","))
+        del args[i:i + 2]
+    run_dir = args[0]
+    mode = args[1] if len(args) > 1 else "bare"
     if mode in ("--import-torch", "--torch-cuda"):
         import torch
         if mode == "--torch-cuda":
@@ -89,12 +98,14 @@ def main():
     policy = lc.policy_of(run_dir)
     kr = lc.rocsweep_lt0_k(run_dir)
     rows = [r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
-            if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r["trans_a"] == "false"
-            and r["trans_b"] == "false" and r["batch"] == "1"]
+            if r["op"] == "gemm" and lc.is_lt0(r["solver"]) and r["trans_a"] == "false"
+            and r["trans_b"] == "false" and r["batch"] == "1"
+            and (only is None or f"{r['m']}x{r['n']}x{r['k']}:{r['dtype']}" in only)]
     rng = np.random.default_rng(1)
     # one library file in every mode (LT_BARE_LIB: the system copy rocsweep loads), loaded by path
     lib_path = os.environ.get("LT_BARE_LIB") or None
-    label = mode.lstrip("-") + ("+lt-env" if os.environ.get("CUBLAS_WORKSPACE_CONFIG") else "")
+    label = (mode.lstrip("-") + ("+lt-env" if os.environ.get("CUBLAS_WORKSPACE_CONFIG") else "")
+             + (f"+{os.environ['LT_BARE_LABEL']}" if os.environ.get("LT_BARE_LABEL") else ""))
     unit = lc.DriverUnit(policy)
 
     def host(rows_, cols, dt):
@@ -132,7 +143,8 @@ def main():
         print("BARE", json.dumps({"key": key, "mode": label, "k": kk, "ms": f"{a[0]:.6f}",
                                   "trial_ms": ";".join(f"{x[0]:.6f}" for x in t), "ms64": f"{b[0]:.6f}",
                                   "clock_mhz": a[3], "chosen": plan["chosen"], "rocsweep_chosen": r.get("chosen"),
-                                  "b": f"{pb:#x}", "lib": lc._lt(lib_path)[2]}), flush=True)
+                                  "b": f"{pb:#x}", "lib": lc._lt(lib_path)[2],
+                                  "protocol": lc.graph_protocol()}), flush=True)
         for p in list(d.held):  # the unit ends: its memory goes back to the pool, as a unit's does
             d.ok(d.f["cuMemFreeAsync"](p, d.stream), "cuMemFreeAsync")
         d.held.clear()

@@ -26,6 +26,19 @@ TARGET_MS = 0.2  # TARGET_SAMPLE_S in src/timing.rs: a launch-free sample lasts 
 MAX_K = 64  # MAX_CALLS_PER_SAMPLE in src/timing.rs
 IDLE_S = 0.1  # idle before each unit, as rocsweep's unit setup leaves the device idle
 LT_WORKSPACE_KIB = 64 * 1024  # rocsweep's cuBLASLt workspace (src/backend/cuda/gemm.rs)
+# How a launch-free sample replays its CUDA graph (PEER_GRAPH_PROTOCOL, or peer_times'
+# --graph-protocol):
+# - "upload": rocsweep's `graphed` since 41f8d8c (src/backend/cuda/blocker.rs): the instantiated graph
+#   is uploaded (cuGraphUpload on the timing stream), then replayed once between two events; no warm
+#   replay. The interval starts on an idle stream, so it may hold the replay's launch latency.
+# - "warm": rocsweep's `graphed` before 41f8d8c: a warm replay, then the timed replay queued behind it
+#   (the timed replay reads what the warm one just read: rotating operands were warm where K sets fit
+#   in L2, reports/h200/timing/gemm-fidelity-4).
+# - "held" (diagnostic, PyTorch's loop only): uploaded, then the stream held by a spin kernel
+#   (torch.cuda._sleep, HELD_US) before the start event, so the timed replay is queued (launch-free)
+#   and there is no warm replay.
+GRAPH_PROTOCOLS = ("upload", "warm", "held")
+HELD_US = 100  # the spin before a held replay: far longer than the host takes to launch the graph
 # rocsweep's [timing] defaults for the sweeps these scripts run, where a manifest has none.
 POLICY = {"warmup": 2, "min_samples": 5, "max_samples": 30, "target_noise": 0.05, "max_time": 0.1,
           "trials": 3}
@@ -76,12 +89,26 @@ def policy_of(run_dir):
     return {k: t.get(k, v) for k, v in POLICY.items()}
 
 
+def graph_protocol():
+    """The graph protocol of this process (PEER_GRAPH_PROTOCOL, default "upload", rocsweep's)."""
+    p = os.environ.get("PEER_GRAPH_PROTOCOL", "upload") or "upload"
+    if p not in GRAPH_PROTOCOLS:
+        raise SystemExit(f"PEER_GRAPH_PROTOCOL={p}: one of {', '.join(GRAPH_PROTOCOLS)}")
+    return p
+
+
+def is_lt0(solver):
+    """cuBLASLt's first heuristic algorithm in a rocsweep run: `lt#0-algo<id>` where the sweep asks
+    for every algorithm (`solver = "all"`), `lt#0` where it names that one alone."""
+    return solver == "lt#0" or solver.startswith("lt#0-")
+
+
 def rocsweep_lt0_k(run_dir):
     """rocsweep's K for its lt#0 unit per GEMM key: its rule applied to the unit's call_median_ms
     (each of its samples takes K from that sample's own call; the median call gives the usual K)."""
     out = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
-        if r["op"] == "gemm" and r["solver"].startswith("lt#0-") and r.get("call_median_ms"):
+        if r["op"] == "gemm" and is_lt0(r["solver"]) and r.get("call_median_ms"):
             out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = k_rule(float(r["call_median_ms"]))
     return out
 
@@ -246,6 +273,7 @@ class Driver:
             "cuStreamEndCapture": [_VP, P(_VP)],
             "cuGraphInstantiateWithFlags": [P(_VP), _VP, ctypes.c_ulonglong],
             "cuGraphLaunch": [_VP, _VP],
+            "cuGraphUpload": [_VP, _VP],
             "cuGraphExecDestroy": [_VP],
             "cuGraphDestroy": [_VP],
             "cuMemcpyHtoD_v2": [u64, _VP, S],
@@ -319,9 +347,13 @@ class Driver:
         self.f["cuEventDestroy_v2"](b)
         return ms.value
 
-    def graphed(self, f, k):
-        """ms per call of k calls of f captured into a graph, one warm launch, then the timed launch
-        between two events (rocsweep's `graphed`)."""
+    def graphed(self, f, k, protocol=None):
+        """ms per call of k calls of f captured into a graph and launched between two events
+        (rocsweep's `graphed`): "upload" (rocsweep's since 41f8d8c) uploads the graph and launches it
+        once; "warm" (before) launches it once warm, then the timed launch. No "held" here."""
+        protocol = protocol or graph_protocol()
+        if protocol not in ("upload", "warm"):
+            raise RuntimeError(f"graph protocol {protocol}: the driver loop has upload and warm only")
         self.sync()
         self.ok(self.f["cuStreamBeginCapture_v2"](self.stream, 1), "cuStreamBeginCapture")  # THREAD_LOCAL
         try:
@@ -333,7 +365,10 @@ class Driver:
         self.ok(rc, "cuStreamEndCapture")
         ex = _VP()
         self.ok(self.f["cuGraphInstantiateWithFlags"](ctypes.byref(ex), g, 0), "cuGraphInstantiateWithFlags")
-        self.ok(self.f["cuGraphLaunch"](ex, self.stream), "cuGraphLaunch")
+        if protocol == "upload":
+            self.ok(self.f["cuGraphUpload"](ex, self.stream), "cuGraphUpload")
+        else:
+            self.ok(self.f["cuGraphLaunch"](ex, self.stream), "cuGraphLaunch")
         ms = self.events(lambda: self.ok(self.f["cuGraphLaunch"](ex, self.stream), "cuGraphLaunch"))
         self.f["cuGraphExecDestroy"](ex)
         self.f["cuGraphDestroy"](g)
@@ -355,8 +390,9 @@ class DriverUnit:
     """rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`, src/backend/cuda/blocker.rs
     `timed`) through the driver API on a non-blocking stream of its own: idle, a first call, the
     SM clock, warm-up samples, samples until the policy stops; one sample is one call between two
-    events, then K calls captured (thread-local) into a new graph, instantiated, launched warm,
-    and launched again between two events, time / K. `f(stream)` makes one call on the raw stream.
+    events, then K calls captured (thread-local) into a new graph, instantiated, uploaded and
+    launched once between two events (PEER_GRAPH_PROTOCOL=warm: launched warm, then again between
+    two events, as rocsweep before 41f8d8c), time / K. `f(stream)` makes one call on the raw stream.
     K: rocsweep's rule on the sample's own call time, or `k` where given (rocsweep's K for its unit,
     since a call made from Python costs more host time than rocsweep's)."""
 

@@ -2,7 +2,7 @@
 """PyTorch's times for every distinct shape of a rocsweep run, measured the way rocsweep measures,
 in the same device command.
 
-usage: peer_times.py [--rotating-mib N] RUN_DIR OUT.csv
+usage: peer_times.py [--rotating-mib N] [--graph-protocol upload|warm|held] RUN_DIR OUT.csv
        peer_times.py --cublaslt RUN_DIR OUT.csv   (the second GEMM pass, started by the first)
        peer_times.py --pristine RUN_DIR OUT.csv   (the pristine pass: adds its columns to OUT.csv)
        peer_times.py --pristine-one RUN_DIR KEY  (one shape of it, started by --pristine)
@@ -21,7 +21,18 @@ Launch-free time (torch_ms, torch_lt_ms): rocsweep's protocol repeated sample fo
   min_samples are in and either their measured time reaches max_time or their relative stdev is
   at most target_noise (max_samples at most): the [timing] of the run's manifest.json. One
   sample: one call between two events (the per-call figure), K calls captured into a new graph
-  and instantiated, one warm replay, the timed replay queued behind it; time / K. The SM clock
+  and instantiated, then as --graph-protocol says (PEER_GRAPH_PROTOCOL; lt_ctypes.GRAPH_PROTOCOLS):
+  - upload (the default, rocsweep's `graphed` since 41f8d8c): the graph uploaded on the timing
+    stream (cuGraphUpload on CUDAGraph.raw_cuda_graph_exec(), through ctypes), then replayed
+    once between two events, no warm replay. The start event fires on an idle stream, so the
+    interval holds the replay's launch from Python: 7 to 15 us per graph on the H200, far more than
+    rocsweep's own launch (reports/h200/timing/gemm-fidelity-5);
+  - warm (rocsweep's before 41f8d8c, as gemm-fidelity-4 and earlier reports were measured): one
+    warm replay, the timed replay queued behind it;
+  - held (a diagnostic): uploaded, the stream held by a spin kernel (torch.cuda._sleep, HELD_US),
+    then the timed replay queued behind it: launch-free, and no warm replay;
+  time / K. Where upload cannot be done (no raw_cuda_graph_exec, or cuGraphUpload fails) the
+  sample falls back to warm and the protocol column says so. The SM clock
   again after the samples; the unit's clock is the lower of the two, as rocsweep's clock_mhz.
 - trials: the whole list of shapes is measured `trials` times (rocsweep's default 3, each a pass
   over its plan), and a shape's figure is its median trial's median, as rocsweep's row.
@@ -73,7 +84,8 @@ as rocsweep's `[timing] rotating_mib` (src/backend/cuda/gemm.rs `rotate_inputs`,
 `rotating_sets`): the operands and copies of A and B, ceil(N MiB / (A + B bytes)) sets in all
 (1 to 256), and consecutive calls use them in turn, the turn carried across samples and units of
 one shape (rocsweep's `next`): each call of a captured graph of K calls holds the next set, the
-per-call sample takes one, and the warm and the timed replay of a sample run the same K sets. All
+per-call sample takes one, and the timed replay of a sample runs those K sets (with --graph-protocol
+warm, the warm replay runs the same K sets first: a set fits in L2 where K sets do). All
 calls write the one output C, as rocsweep's. PyTorch's matmul and the replica use the same sets
 (each its own turn); rot_sets records the count. It reaches the --cublaslt child through
 PEER_ROTATING_MIB.
@@ -93,15 +105,15 @@ import time
 
 import torch
 
-from lt_ctypes import (IDLE_S, KEYS, LT_WORKSPACE_KIB, MAX_K, TARGET_MS, DriverUnit, _lt, _matmul_fn, _plan,
-                       driver, k_rule, median_trial, policy_of, sm_clock_mhz)
+from lt_ctypes import (GRAPH_PROTOCOLS, HELD_US, IDLE_S, KEYS, LT_WORKSPACE_KIB, MAX_K, TARGET_MS, DriverUnit, _lt,
+                       _matmul_fn, _plan, driver, graph_protocol, k_rule, median_trial, policy_of, sm_clock_mhz)
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 LT_ENV = {"CUBLASLT_WORKSPACE_SIZE": str(LT_WORKSPACE_KIB),
           "CUBLAS_WORKSPACE_CONFIG": f":4096:{LT_WORKSPACE_KIB // 4096}"}
 PASS_FIELDS = ["ms", "trial_ms", "k", "probe_ms", "samples", "clock_mhz", "call_ms", "old_ms",
                "idle_ms", "old_k", "old_clock_mhz", "blas", "kernels", "busy_us", "acts_per_call",
-               "gap_us"]
+               "gap_us", "protocol"]
 # The placement and timer variants of the cuBLASLt pass (see the module docs): the call (PyTorch's
 # matmul or rocsweep's replica), where its operands live (PyTorch's caching allocator or the
 # driver's default memory pool, as rocsweep's), and whose timing loop (peer_times' Mirror or
@@ -215,8 +227,8 @@ def capture(fn, calls):
 
 def graph_ms(fn, calls, reps=20):
     """(queued, idle): a replay of a graph of `calls` calls, time / calls, median of `reps`.
-    queued is rocsweep's protocol (src/backend/cuda/blocker.rs, graphed): the timed replay is
-    queued behind a warm one, so the start event fires when the device reaches it and the
+    queued is rocsweep's protocol before 41f8d8c (src/backend/cuda/blocker.rs, graphed): the timed
+    replay is queued behind a warm one, so the start event fires when the device reaches it and the
     interval holds no launch. idle times a replay from an idle stream, so the interval also holds
     the graph's launch latency, spread over its calls."""
     g = capture(fn, calls)
@@ -255,12 +267,30 @@ def old_protocol(fn):
     return queued, idle, call, calls, sm_clock_mhz()
 
 
+_UPLOAD = []
+
+
+def graph_upload(g, stream):
+    """cuGraphUpload of a PyTorch CUDAGraph's executable graph on `stream` (a torch stream); raises
+    where PyTorch does not expose the executable graph or the driver refuses."""
+    if not _UPLOAD:
+        f = ctypes.CDLL("libcuda.so.1").cuGraphUpload
+        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        f.restype = ctypes.c_int
+        _UPLOAD.append(f)
+    rc = _UPLOAD[0](ctypes.c_void_p(int(g.raw_cuda_graph_exec())), ctypes.c_void_p(stream.cuda_stream))
+    if rc != 0:
+        raise RuntimeError(f"cuGraphUpload: CUresult {rc}")
+
+
 class Mirror:
     """rocsweep's unit protocol (see the module docs) on a callable."""
 
-    def __init__(self, policy):
+    def __init__(self, policy, protocol=None):
         self.p = policy
         self.side = torch.cuda.Stream()
+        self.protocol = protocol or graph_protocol()
+        self.used = self.protocol  # what the samples did ("warm (fallback: ...)" where upload failed)
 
     def prime(self, fn):
         """Eager calls on the capture stream, so that nothing PyTorch makes per stream (BLAS
@@ -287,7 +317,21 @@ class Mirror:
             for _ in range(k):
                 fn()
             g.capture_end()
-        g.replay()
+        stream = torch.cuda.current_stream()
+        warm = self.protocol == "warm"
+        if not warm:
+            try:
+                graph_upload(g, stream)
+            except Exception as e:  # PyTorch without raw_cuda_graph_exec, or a driver refusal
+                if not self.used.startswith("warm"):
+                    print(f"WARNING: graph upload unavailable ({type(e).__name__}: {e}); warm replay instead",
+                          flush=True)
+                self.used = f"warm (fallback: {self.protocol} failed: {type(e).__name__})"
+                warm = True
+        if warm:
+            g.replay()
+        elif self.protocol == "held":
+            torch.cuda._sleep(int(HELD_US * 2000))  # cycles at about 2 GHz
         ev[2].record()
         g.replay()
         ev[3].record()
@@ -712,6 +756,12 @@ def main():
         ROTATING_MIB = int(args[i + 1])
         del args[i:i + 2]
         os.environ["PEER_ROTATING_MIB"] = str(ROTATING_MIB)  # the --cublaslt child rotates too
+    if "--graph-protocol" in args:
+        i = args.index("--graph-protocol")
+        if args[i + 1] not in GRAPH_PROTOCOLS:
+            sys.exit(f"--graph-protocol: one of {', '.join(GRAPH_PROTOCOLS)}")
+        os.environ["PEER_GRAPH_PROTOCOL"] = args[i + 1]  # the children sample the same way
+        del args[i:i + 2]
     if ROTATING_MIB and args[:1] in (["--pristine-one"], ["--pristine"]):
         sys.exit("--rotating-mib: the pristine pass does not rotate")
     if args[:1] == ["--pristine-one"]:
@@ -751,7 +801,8 @@ def main():
     blas = f"{blas_name()}; {ws}"
     print(f"{pass_name}: preferred BLAS library {blas}; rocsweep's [timing] {policy}; K rule "
           f"ceil({TARGET_MS} ms / launch-free ms per call) in [1, {MAX_K}]; idle {IDLE_S} s per unit; "
-          f"rotating {ROTATING_MIB} MiB (the run's rotating_mib: {run_rotating_mib(run_dir)})", flush=True)
+          f"rotating {ROTATING_MIB} MiB (the run's rotating_mib: {run_rotating_mib(run_dir)}); "
+          f"graph protocol {graph_protocol()}", flush=True)
     if ROTATING_MIB != run_rotating_mib(run_dir):
         print(f"{pass_name}: WARNING --rotating-mib {ROTATING_MIB} differs from the run's rotating_mib", flush=True)
     if gemm:
@@ -852,6 +903,7 @@ def main():
     for s in shapes:
         x = s["x"]
         dev, call, n, clock = median_trial(s["t"])
+        x.update(torch_protocol=mirror.used)
         x.update(torch_ms=f"{dev:.6f}", torch_trial_ms=";".join(f"{t[0]:.6f}" for t in s["t"]),
                  torch_call_ms=f"{call:.6f}", torch_samples=n, torch_clock_mhz=clock or "")
         if s.get("t_kr"):

@@ -17,6 +17,9 @@ algorithm, the replica's kernels against PyTorch's by name (torch.profiler), and
 pass's kernels against the warm pass's. `reuse MiB`: with rotation, the bytes of A and B read
 between a set's read in a sample's warm replay and its read in the timed replay (K sets, rocsweep's
 K / PyTorch's K): below the L2 size, part of a set can still be in L2 when the timed replay reads it.
+That applies to the warm-replay protocol (rocsweep before 41f8d8c, peer_times --graph-protocol warm);
+with the upload protocol (rocsweep since, peer_times' default) a sample replays its graph once and a
+set was last read a whole rotation earlier.
 """
 import csv
 import math
