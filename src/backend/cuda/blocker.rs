@@ -1,7 +1,8 @@
 //! Launch-free device time on CUDA. `timed` first captures the calls of one sample into a CUDA
-//! graph (thread-local capture) and times one replay, divided by the number of calls: the same
-//! measurement as PyTorch's CUDA-graph timing, with no host launch cost and the graph's short
-//! gaps between kernels. Where a call cannot be captured, the calls are queued behind `rs_block`
+//! graph (thread-local capture), uploads it and times its one replay queued behind `rs_block`
+//! (below), divided by the number of calls: the same measurement as PyTorch's CUDA-graph timing
+//! (`benches/peer/peer_times.py --graph-protocol held`), with no host launch cost and the graph's
+//! short gaps between kernels. Where a call cannot be captured, the calls are queued behind `rs_block`
 //! (kernels/timing.cu), a kernel spinning on a flag in host-mapped memory, released once
 //! everything is enqueued (nvbench's method): no host launch cost either, but a stream's gaps
 //! between kernels. One call between two events, with neither, is the per-call figure.
@@ -161,6 +162,7 @@ fn events_then(
 /// the calls cannot be captured (the stream is usable again either way).
 fn graphed(
     gpu: &Gpu,
+    blocker: &Blocker,
     k: usize,
     f: &mut dyn FnMut() -> Result<(), UnitError>,
 ) -> Result<Option<f64>, UnitError> {
@@ -193,14 +195,15 @@ fn graphed(
     let exec = unsafe { dr::graph::instantiate(graph, dsys::CUgraphInstantiate_flags(0)) };
     let result = match exec {
         Ok(exec) => {
-            // The graph's work is uploaded first, so the timed replay carries no upload cost.
-            // It is replayed once only: a warm-up replay would read the very operands the timed
-            // one reads, and rotating inputs (`rotate_inputs`) would then be warm in L2.
+            // The graph's work is uploaded first and its one replay waits behind the blocking
+            // kernel, so the timed interval holds neither an upload nor the host's launch. No
+            // warm-up replay: it would read the very operands the timed one reads, and rotating
+            // inputs (`rotate_inputs`) would then be warm in L2.
             // SAFETY: a live executable graph on our stream.
             let timed = unsafe { dr::graph::upload(exec, gpu.stream.cu_stream()) }
                 .map_err(|e| driver_err("cuGraphUpload (timing)", e))
                 .and_then(|_| {
-                    events(gpu, || {
+                    blocker.blocked(gpu, 1, &mut || {
                         // SAFETY: as above.
                         unsafe { dr::graph::launch(exec, gpu.stream.cu_stream()) }
                             .map_err(|e| driver_err("cuGraphLaunch (timing)", e))
@@ -228,17 +231,18 @@ pub fn timed(
 ) -> Result<Sample, UnitError> {
     let call = events(gpu, &mut f)?;
     let k = calls_per_sample(batch, call);
-    // A cold sample (one call after a cache flush) is not captured: it uses the blocker.
-    if batch == Batch::Auto
-        && let Some(device) = graphed(gpu, k, &mut f)?
-    {
-        return Ok(Sample { device, call });
-    }
     let blocker = gpu
         .blocker
         .get_or_init(|| Blocker::new(gpu))
         .as_ref()
         .map_err(Clone::clone)?;
+    // A cold sample (one call after a cache flush) is not captured: it waits behind the blocker
+    // as it is.
+    if batch == Batch::Auto
+        && let Some(device) = graphed(gpu, blocker, k, &mut f)?
+    {
+        return Ok(Sample { device, call });
+    }
     let device = blocker.blocked(gpu, k, &mut f)?;
     Ok(Sample { device, call })
 }
