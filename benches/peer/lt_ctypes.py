@@ -90,8 +90,9 @@ def policy_of(run_dir):
 
 
 def graph_protocol():
-    """The graph protocol of this process (PEER_GRAPH_PROTOCOL, default "upload", rocsweep's)."""
-    p = os.environ.get("PEER_GRAPH_PROTOCOL", "upload") or "upload"
+    """The graph protocol of this process (PEER_GRAPH_PROTOCOL, default "held", rocsweep's since
+    a4330ed)."""
+    p = os.environ.get("PEER_GRAPH_PROTOCOL", "held") or "held"
     if p not in GRAPH_PROTOCOLS:
         raise SystemExit(f"PEER_GRAPH_PROTOCOL={p}: one of {', '.join(GRAPH_PROTOCOLS)}")
     return p

@@ -2,7 +2,7 @@
 """PyTorch's times for every distinct shape of a rocsweep run, measured the way rocsweep measures,
 in the same device command.
 
-usage: peer_times.py [--rotating-mib N] [--graph-protocol upload|warm|held] RUN_DIR OUT.csv
+usage: peer_times.py [--rotating-mib N] [--graph-protocol held|upload|warm] RUN_DIR OUT.csv
        peer_times.py --cublaslt RUN_DIR OUT.csv   (the second GEMM pass, started by the first)
        peer_times.py --pristine RUN_DIR OUT.csv   (the pristine pass: adds its columns to OUT.csv)
        peer_times.py --pristine-one RUN_DIR KEY  (one shape of it, started by --pristine)
@@ -22,15 +22,15 @@ Launch-free time (torch_ms, torch_lt_ms): rocsweep's protocol repeated sample fo
   at most target_noise (max_samples at most): the [timing] of the run's manifest.json. One
   sample: one call between two events (the per-call figure), K calls captured into a new graph
   and instantiated, then as --graph-protocol says (PEER_GRAPH_PROTOCOL; lt_ctypes.GRAPH_PROTOCOLS):
-  - upload (the default, rocsweep's `graphed` since 41f8d8c): the graph uploaded on the timing
-    stream (cuGraphUpload on CUDAGraph.raw_cuda_graph_exec(), through ctypes), then replayed
-    once between two events, no warm replay. The start event fires on an idle stream, so the
-    interval holds the replay's launch from Python: 7 to 15 us per graph on the H200, far more than
-    rocsweep's own launch (reports/h200/timing/gemm-fidelity-5);
+  - held (the default, rocsweep's `graphed` since a4330ed): the graph uploaded on the timing
+    stream (cuGraphUpload on CUDAGraph.raw_cuda_graph_exec(), through ctypes), the stream held by
+    a spin kernel (torch.cuda._sleep, HELD_US), then the one timed replay queued behind it:
+    launch-free, and no warm replay (rocsweep holds the stream with its blocking kernel);
+  - upload (rocsweep's at 41f8d8c only): uploaded, then replayed once between two events, no warm
+    replay. The start event fires on an idle stream, so the interval holds the replay's launch
+    from Python: 7 to 15 us per graph on the H200 (reports/h200/timing/gemm-fidelity-5);
   - warm (rocsweep's before 41f8d8c, as gemm-fidelity-4 and earlier reports were measured): one
     warm replay, the timed replay queued behind it;
-  - held (a diagnostic): uploaded, the stream held by a spin kernel (torch.cuda._sleep, HELD_US),
-    then the timed replay queued behind it: launch-free, and no warm replay;
   time / K. Where upload cannot be done (no raw_cuda_graph_exec, or cuGraphUpload fails) the
   sample falls back to warm and the protocol column says so. The SM clock
   again after the samples; the unit's clock is the lower of the two, as rocsweep's clock_mhz.
