@@ -186,7 +186,7 @@ fn transitions(s: &mut String, c: &Comparison) {
             Cell::Text(status_text(&u.a)),
             Cell::Text(status_text(&u.b)),
             if err.is_empty() {
-                Cell::or_dash("")
+                Cell::text("-")
             } else {
                 Cell::Error(err.to_string())
             },

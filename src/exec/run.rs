@@ -79,7 +79,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let mut target = Target::open(&s)?;
     let resumed = s.read_resume(opts)?;
     if let Some(r) = &resumed
-        && nothing_to_do(&s, opts, r)
+        && finished_already(&s, opts, r)
     {
         return Ok(RunReport::nothing(None));
     }
@@ -136,7 +136,7 @@ fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<plan::PlanCount> {
 
 /// Whether a resumed run has nothing left to do (it finished, with a row for every planned
 /// unit); if so, says so.
-fn nothing_to_do(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
+fn finished_already(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
     if !s.nothing_to_do(r) {
         return false;
     }

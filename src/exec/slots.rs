@@ -110,7 +110,7 @@ impl Supervisors<'_> {
         defs: &[devices::Slot],
         first: Env,
     ) -> Result<(Vec<Slot>, BackendInfo), CmdError> {
-        let mut slots = Vec::new();
+        let mut slots: Vec<Slot> = Vec::new();
         let mut names = Vec::new();
         let mut info: Option<BackendInfo> = None;
         for d in defs {
@@ -126,7 +126,6 @@ impl Supervisors<'_> {
                 Err(o) => {
                     sup.shutdown();
                     for s in &mut slots {
-                        let s: &mut Slot = s;
                         s.sup.shutdown();
                     }
                     let what = format!(" for device {}", d.index);
