@@ -54,15 +54,27 @@ def k_rule(t_ms):
 _NVML = []
 
 
+def _nvml_handle(pynvml):
+    """NVML's handle for the device this process computes on. NVML's indices ignore
+    CUDA_VISIBLE_DEVICES, so the device is found by its UUID where PyTorch gives one (as rocsweep
+    finds it by PCI bus id), else by index."""
+    t = _torch()
+    if t and t.cuda.is_initialized():
+        index = t.cuda.current_device()
+        uuid = getattr(t.cuda.get_device_properties(index), "uuid", None)
+        if uuid is not None:
+            return pynvml.nvmlDeviceGetHandleByUUID(f"GPU-{uuid}")
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+    return pynvml.nvmlDeviceGetHandleByIndex(0)
+
+
 def sm_clock_mhz():
     """The SM clock now (NVML), or None where NVML cannot be read."""
     try:
         import pynvml
         if not _NVML:
             pynvml.nvmlInit()
-            t = _torch()
-            index = t.cuda.current_device() if t and t.cuda.is_initialized() else 0
-            _NVML.append(pynvml.nvmlDeviceGetHandleByIndex(index))
+            _NVML.append(_nvml_handle(pynvml))
         return pynvml.nvmlDeviceGetClockInfo(_NVML[0], pynvml.NVML_CLOCK_SM)
     except Exception:
         return None
