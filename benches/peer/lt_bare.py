@@ -4,7 +4,7 @@ is timed from Python? rocsweep's call, allocations and timing loop (lt_ctypes.py
 process that never imports PyTorch, then with PyTorch imported, then with PyTorch initialising
 CUDA, each against rocsweep's lt#0 of the same run.
 
-usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda] [--shapes MxNxK:DTYPE,...]
+usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda [--after ACTION,...]] [--shapes MxNxK:DTYPE,...]
            Per lt#0 GEMM shape of RUN_DIR (no transposes, batch 1), one after the other in this
            process, each as a rocsweep unit: cuBLASLt's handle and heuristic (LT_BARE_LIB, a path:
            the system library rocsweep loads, also where PyTorch loaded its copy), the
@@ -14,7 +14,9 @@ usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda] [--shapes MxNxK:DTYPE,
            (none) PyTorch never imported, the driver API initialises CUDA as cudarc does;
            (CUBLAS_WORKSPACE_CONFIG set: the mode is labelled +lt-env, for peer_times' LT_ENV);
            --import-torch: `import torch` first, PyTorch never touches CUDA; --torch-cuda: PyTorch
-           initialises CUDA first (torch.cuda.init). --shapes: only those shapes (e.g.
+           initialises CUDA first (torch.cuda.init); --after: then PyTorch does these actions
+           (ACTIONS: one kind of GPU work each, to find which one slows rocsweep's call in a
+           process where PyTorch has worked), labelled torch-cuda+ACTION. --shapes: only those shapes (e.g.
            8x4096x4096:bf16). The graph protocol is lt_ctypes' (PEER_GRAPH_PROTOCOL: upload,
            rocsweep's since 41f8d8c, by default; warm, rocsweep's before). LT_BARE_LABEL, where
            set, is added to the mode's label (e.g. the library copy). Prints `BARE <json>` per shape.
@@ -24,6 +26,65 @@ usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda] [--shapes MxNxK:DTYPE,
 import json
 import os
 import sys
+
+
+def _matmul(torch, lt):
+    if lt:
+        torch.backends.cuda.preferred_blas_library("cublaslt")
+    a = torch.rand(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.rand(8, 4096, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        torch.matmul(b, a)
+        torch.matmul(a, a)
+    torch.cuda.synchronize()
+    if lt:
+        torch.backends.cuda.preferred_blas_library("cublas")
+
+
+def _graph(torch):
+    x = torch.zeros(1024, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        x.add_(1)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(8):
+            x.add_(1)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+
+
+def _stream(torch):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.ones(1 << 20, device="cuda").sum()
+    torch.cuda.synchronize()
+
+
+def _sleep(torch):
+    torch.cuda._sleep(1_000_000)
+    torch.cuda.synchronize()
+
+
+def _alloc(torch):
+    x = torch.empty(8 << 30, dtype=torch.uint8, device="cuda")
+    x.fill_(1)
+    torch.cuda.synchronize()
+    del x  # the caching allocator keeps the 8 GiB reserved
+
+
+# PyTorch's kinds of GPU work in peer_times.py's process, one per action (--after).
+ACTIONS = {
+    "matmul": lambda torch: _matmul(torch, False),
+    "matmul-lt": lambda torch: _matmul(torch, True),
+    "graph": _graph,
+    "stream": _stream,
+    "sleep": _sleep,
+    "alloc": _alloc,
+}
 
 
 def table(run_dir, logs):
@@ -81,13 +142,25 @@ def main():
         i = args.index("--shapes")
         only = set(args[i + 1].split(","))
         del args[i:i + 2]
+    after = []
+    if "--after" in args:
+        i = args.index("--after")
+        after = [a for a in args[i + 1].split(",") if a]
+        del args[i:i + 2]
+        unknown = [a for a in after if a not in ACTIONS]
+        if unknown:
+            raise SystemExit(f"--after: unknown action {', '.join(unknown)} (one of {', '.join(ACTIONS)})")
     run_dir = args[0]
     mode = args[1] if len(args) > 1 else "bare"
+    if after and mode != "--torch-cuda":
+        raise SystemExit("--after needs --torch-cuda")
     if mode in ("--import-torch", "--torch-cuda"):
         import torch
         if mode == "--torch-cuda":
             torch.cuda.init()
             torch.cuda.synchronize()
+            for a in after:
+                ACTIONS[a](torch)
     import csv
 
     import numpy as np
@@ -104,7 +177,8 @@ def main():
     rng = np.random.default_rng(1)
     # one library file in every mode (LT_BARE_LIB: the system copy rocsweep loads), loaded by path
     lib_path = os.environ.get("LT_BARE_LIB") or None
-    label = (mode.lstrip("-") + ("+lt-env" if os.environ.get("CUBLAS_WORKSPACE_CONFIG") else "")
+    label = (mode.lstrip("-") + "".join(f"+{a}" for a in after)
+             + ("+lt-env" if os.environ.get("CUBLAS_WORKSPACE_CONFIG") else "")
              + (f"+{os.environ['LT_BARE_LABEL']}" if os.environ.get("LT_BARE_LABEL") else ""))
     unit = lc.DriverUnit(policy)
 

@@ -89,8 +89,8 @@ warm, the warm replay runs the same K sets first: a set fits in L2 where K sets 
 calls write the one output C, as rocsweep's. PyTorch's matmul and the replica use the same sets
 (each its own turn); rot_sets records the count. It reaches the --cublaslt child through
 PEER_ROTATING_MIB.
-Both passes record the kernels one call ran and the device timeline of one graph replay of K
-calls (torch.profiler, after all timing: device-busy time per call, device activities per call,
+Both passes (and the conv pass) record the kernels one call ran and the device timeline of one
+graph replay of K calls (torch.profiler, after all timing: device-busy time per call, device activities per call,
 mean gap between consecutive activities), and the workspace PyTorch allocated for a first small
 matmul.
 """
@@ -932,8 +932,6 @@ def main():
     # Kernel names and the graph's timeline after every timing: the profiler stays out of the
     # timed calls.
     for s in shapes:
-        if s["r"]["op"] != "gemm":
-            continue
         x = s["x"]
         with torch.no_grad():
             x["torch_kernels"] = kernels(s["fn"])
