@@ -410,3 +410,51 @@ fn a_run_too_wide_to_draw_gets_a_note_instead_of_a_giant_bitmap() {
     let png = std::fs::metadata(dir.join("heatmap.png")).unwrap().len();
     assert!(png < 1_000_000, "heatmap.png is {png} bytes");
 }
+
+#[test]
+fn a_picture_with_many_solvers_keeps_the_failing_ones_and_says_what_it_left_out() {
+    // 20 solvers over the fixture's cases (a cuBLASLt sweep names one per rank and algorithm);
+    // only solver s17 has a failure. The picture draws 12 solver panels: s17 first, then the
+    // first 11 all-ok ones; report.html keeps all 20.
+    let (_tmp, dir) = copy_of("release-a");
+    let text = read(&dir, "results.csv");
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_string();
+    let cols: Vec<&str> = header.split(',').collect();
+    let at = |name: &str| cols.iter().position(|c| *c == name).unwrap();
+    let (solver, status, phase, id) = (at("solver"), at("status"), at("phase"), at("unit_id"));
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    let mut out = header.clone();
+    for s in 0..20 {
+        for (i, r) in rows.iter().enumerate() {
+            let mut row = r.clone();
+            row[solver] = format!("s{s:02}");
+            row[id] = format!("{:016x}", s * 100 + i);
+            if s == 17 && i == 0 {
+                row[status] = "hang".into();
+                row[phase] = "run".into();
+            }
+            out.push('\n');
+            out.push_str(&row.join(","));
+        }
+    }
+    out.push('\n');
+    std::fs::write(dir.join("results.csv"), out).unwrap();
+    let written = rocsweep::report::write(&dir).unwrap();
+    check_files(&dir, &written);
+    let svg = read(&dir, "heatmap.svg");
+    assert!(
+        svg.contains("8 of 20 solver panels left out (8 of them with every unit ok)"),
+        "the subtitle names what was left out"
+    );
+    for kept in ["solver s17", "solver s00", "solver s10"] {
+        assert!(svg.contains(kept), "{kept} drawn");
+    }
+    for left in ["solver s11", "solver s16", "solver s19"] {
+        assert!(!svg.contains(left), "{left} left out of the picture");
+    }
+    let html = read(&dir, "report.html");
+    assert!(html.contains("solver s19"), "report.html keeps every panel");
+}

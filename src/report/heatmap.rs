@@ -11,7 +11,11 @@
 //! - panels: with more than one solver, first two overviews per env combination (the worst
 //!   and the best status over all solvers in each cell), then one per (env combination,
 //!   solver) that has rows, `default` first; all on the same grid so they compare cell by
-//!   cell, as many side by side as fit in `MAX_WIDTH`.
+//!   cell, as many side by side as fit in `MAX_WIDTH`. The picture (not report.html's map)
+//!   draws at most `MAX_DRAWN_SOLVER_PANELS` per-solver panels: those with a unit not `ok`
+//!   first, in order; the subtitle says how many were left out and whether all of them were ok
+//!   (a cuBLASLt sweep names one solver per heuristic rank and algorithm: 44 panels, a picture
+//!   13,790 pixels tall).
 //! - cells whose status was inferred by a boundary search (`inferred-ok`, `inferred-fail`: the
 //!   unit never ran) are hatched with diagonal lines over the colour of what they stand for (an
 //!   inferred failure in the colour of the measured failure it was inferred from), and the
@@ -30,6 +34,8 @@ use std::path::{Path, PathBuf};
 mod picture;
 
 const MAX_ROWS: usize = 40;
+/// The picture's per-solver panels past this many are left out (report.html keeps them all).
+const MAX_DRAWN_SOLVER_PANELS: usize = 12;
 /// Panels go side by side up to this width.
 const MAX_WIDTH: u32 = 2400;
 const CELL_H: u32 = 30;
@@ -76,6 +82,7 @@ enum Pick {
     Best,
 }
 
+#[derive(Clone)]
 pub(super) struct Panel {
     pub title: String,
     /// Overview panels (over all solvers) come first; the rest are one per solver.
@@ -101,7 +108,8 @@ pub struct Heatmap {
 
 /// Draws `map` (`build`'s, None for a run without rows) as heatmap.png and heatmap.svg.
 pub fn write(f: &Facts, map: Option<&Heatmap>, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
-    match map {
+    let fewer = map.and_then(Heatmap::for_picture);
+    match fewer.as_ref().or(map) {
         Some(h) if !h.drawable() => {
             let (w, hh) = h.size();
             draw::render(
@@ -124,6 +132,57 @@ pub fn write(f: &Facts, map: Option<&Heatmap>, dir: &Path) -> Result<Vec<PathBuf
             dir,
             "heatmap",
         ),
+    }
+}
+
+impl Heatmap {
+    /// The map the picture draws when it has more than `MAX_DRAWN_SOLVER_PANELS` per-solver
+    /// panels (None when it has no more): the overviews, then the per-solver panels with a unit
+    /// not `ok` (the safety question), then ok ones, up to the limit, in their order; the
+    /// subtitle says how many were left out.
+    fn for_picture(&self) -> Option<Heatmap> {
+        let solvers = self.panels.iter().filter(|p| !p.overview).count();
+        if solvers <= MAX_DRAWN_SOLVER_PANELS {
+            return None;
+        }
+        let all_ok = |p: &Panel| p.cells.iter().flatten().all(|c| c.status.predicts_ok());
+        let mut kept: Vec<usize> = (0..self.panels.len())
+            .filter(|&i| !self.panels[i].overview && !all_ok(&self.panels[i]))
+            .chain(
+                (0..self.panels.len())
+                    .filter(|&i| !self.panels[i].overview && all_ok(&self.panels[i])),
+            )
+            .take(MAX_DRAWN_SOLVER_PANELS)
+            .collect();
+        kept.sort_unstable();
+        let left_out: Vec<&Panel> = (0..self.panels.len())
+            .filter(|i| !self.panels[*i].overview && !kept.contains(i))
+            .map(|i| &self.panels[i])
+            .collect();
+        let ok_left = left_out.iter().filter(|p| all_ok(p)).count();
+        let panels: Vec<Panel> = (0..self.panels.len())
+            .filter(|i| self.panels[*i].overview || kept.contains(i))
+            .map(|i| self.panels[i].clone())
+            .collect();
+        let mut subtitle = self.subtitle.clone();
+        subtitle.push(format!(
+            "{} of {solvers} solver panels left out ({ok_left} of them with every unit ok); report.html and results.csv have them all",
+            left_out.len()
+        ));
+        let panel_w = self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN;
+        let cols = columns(panel_w, &panels);
+        Some(Heatmap {
+            title: self.title.clone(),
+            subtitle,
+            x_title: self.x_title.clone(),
+            y_title: self.y_title.clone(),
+            x_labels: self.x_labels.clone(),
+            y_labels: self.y_labels.clone(),
+            panels,
+            cell_w: self.cell_w,
+            y_label_w: self.y_label_w,
+            cols,
+        })
     }
 }
 
@@ -474,15 +533,18 @@ fn layout(x: &XAxis, y: &YAxis, panels: &[Panel]) -> (u32, u32, u32) {
     let nx = x.labels.len();
     let cell_w = (680 / nx.max(1) as u32).clamp(46, 96);
     let panel_w = y_label_w + cell_w * nx as u32 + MARGIN;
-    // As many panels side by side as fit in MAX_WIDTH: 56 cuDNN engines in one column made a
-    // map 16,000 pixels tall.
+    (cell_w, y_label_w, columns(panel_w, panels))
+}
+
+/// Panels per row: as many side by side as fit in MAX_WIDTH (56 cuDNN engines in one column
+/// made a map 16,000 pixels tall), never more than the longer of the two sections.
+fn columns(panel_w: u32, panels: &[Panel]) -> u32 {
     let widest_section = panels
         .iter()
         .filter(|p| p.overview)
         .count()
         .max(panels.iter().filter(|p| !p.overview).count());
-    let cols = (MAX_WIDTH / panel_w).clamp(1, widest_section.max(1) as u32);
-    (cell_w, y_label_w, cols)
+    (MAX_WIDTH / panel_w).clamp(1, widest_section.max(1) as u32)
 }
 
 /// (env, Some(solver)) or (env, None) to the panels a unit of them lands in.
