@@ -253,7 +253,20 @@ pub fn matmul_batched<T: Real>(
             gemm_threads,
         );
     };
+    each_matrix(c, c_len, batch, threads, one);
+}
 
+/// Calls `one(i, c_i, gemm_threads)` for each of the `batch` output matrices of `c` (`c_len`
+/// elements each): one after the other with `threads` for each product when there is one
+/// matrix or one worker, else contiguous runs of matrices, one run per worker and one thread per
+/// product, so that `threads` (0: rayon's pool) bounds the concurrency either way.
+fn each_matrix<T: Send>(
+    c: &mut [T],
+    c_len: usize,
+    batch: usize,
+    threads: usize,
+    one: impl Fn(usize, &mut [T], usize) + Sync,
+) {
     let workers = if threads == 0 {
         rayon::current_num_threads()
     } else {
@@ -265,7 +278,6 @@ pub fn matmul_batched<T: Real>(
         }
         return;
     }
-    // Contiguous runs of matrices, one per worker, so `threads` really bounds the concurrency.
     let per_task = batch.div_ceil(workers);
     c.par_chunks_mut(per_task * c_len)
         .enumerate()
