@@ -135,57 +135,6 @@ pub fn write(f: &Facts, map: Option<&Heatmap>, dir: &Path) -> Result<Vec<PathBuf
     }
 }
 
-impl Heatmap {
-    /// The map the picture draws when it has more than `MAX_DRAWN_SOLVER_PANELS` per-solver
-    /// panels (None when it has no more): the overviews, then the per-solver panels with a unit
-    /// not `ok` (the safety question), then ok ones, up to the limit, in their order; the
-    /// subtitle says how many were left out.
-    fn for_picture(&self) -> Option<Heatmap> {
-        let solvers = self.panels.iter().filter(|p| !p.overview).count();
-        if solvers <= MAX_DRAWN_SOLVER_PANELS {
-            return None;
-        }
-        let all_ok = |p: &Panel| p.cells.iter().flatten().all(|c| c.status.predicts_ok());
-        let mut kept: Vec<usize> = (0..self.panels.len())
-            .filter(|&i| !self.panels[i].overview && !all_ok(&self.panels[i]))
-            .chain(
-                (0..self.panels.len())
-                    .filter(|&i| !self.panels[i].overview && all_ok(&self.panels[i])),
-            )
-            .take(MAX_DRAWN_SOLVER_PANELS)
-            .collect();
-        kept.sort_unstable();
-        let left_out: Vec<&Panel> = (0..self.panels.len())
-            .filter(|i| !self.panels[*i].overview && !kept.contains(i))
-            .map(|i| &self.panels[i])
-            .collect();
-        let ok_left = left_out.iter().filter(|p| all_ok(p)).count();
-        let panels: Vec<Panel> = (0..self.panels.len())
-            .filter(|i| self.panels[*i].overview || kept.contains(i))
-            .map(|i| self.panels[i].clone())
-            .collect();
-        let mut subtitle = self.subtitle.clone();
-        subtitle.push(format!(
-            "{} of {solvers} solver panels left out ({ok_left} of them with every unit ok); report.html and results.csv have them all",
-            left_out.len()
-        ));
-        let panel_w = self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN;
-        let cols = columns(panel_w, &panels);
-        Some(Heatmap {
-            title: self.title.clone(),
-            subtitle,
-            x_title: self.x_title.clone(),
-            y_title: self.y_title.clone(),
-            x_labels: self.x_labels.clone(),
-            y_labels: self.y_labels.clone(),
-            panels,
-            cell_w: self.cell_w,
-            y_label_w: self.y_label_w,
-            cols,
-        })
-    }
-}
-
 /// A bitmap past this would cost gigabytes to draw (a 100,000-value axis is one cell each).
 const MAX_PIXELS: u64 = 40_000_000;
 const MAX_SIDE: u32 = 20_000;
