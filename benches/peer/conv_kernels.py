@@ -2,7 +2,10 @@
 """The kernels PyTorch's cuDNN pick runs for one forward convolution of a rocsweep run, for Nsight
 Compute: cuDNN benchmark mode (TF32 off) chooses, then 20 calls inside an NVTX range named
 `timed`, so that `ncu --nvtx --nvtx-include timed/` profiles only the chosen kernels, never the
-benchmark's trials. Prints the kernels one call runs (torch.profiler) as `KERNELS <names>`.
+benchmark's trials. Prints the kernels one call runs (torch.profiler) as `KERNELS <names>`, and
+as `OUTPUTS <addresses>` where the outputs of 4 calls captured into one graph the way
+peer_times.py captures them (each result dropped at once) lie: one address means the graph writes
+one buffer, as rocsweep's does.
 
 usage: conv_kernels.py RUN_DIR KEY_PART...
        KEY_PART: key=value pairs of peer_times' conv2d key (e.g. c_in=64 c_out=64 h=56 kernel=1
@@ -14,6 +17,26 @@ import sys
 import torch
 
 from peer_times import conv_fn, kernels
+
+
+def output_addresses(fn, calls):
+    """The output address of each of `calls` calls captured into one graph, as peer_times'
+    `capture` captures them (the result dropped at once)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    out = []
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            out.append(fn().data_ptr())
+    g.replay()
+    torch.cuda.synchronize()
+    return out
 
 
 def main():
@@ -30,6 +53,7 @@ def main():
             fn()
         torch.cuda.synchronize()
         print("KERNELS", kernels(fn), flush=True)
+        print("OUTPUTS", " ".join(hex(p) for p in output_addresses(fn, 4)), flush=True)
         torch.cuda.nvtx.range_push("timed")
         for _ in range(20):
             fn()

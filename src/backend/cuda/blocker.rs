@@ -191,6 +191,7 @@ fn graphed(
         }
         (_, Err(_)) => return Ok(None),
     };
+    super::graph_info::log(graph, k);
     // SAFETY: a graph just produced by the capture; destroyed once below.
     let exec = unsafe { dr::graph::instantiate(graph, dsys::CUgraphInstantiate_flags(0)) };
     let result = match exec {

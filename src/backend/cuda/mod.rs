@@ -8,6 +8,7 @@ mod conv;
 mod conv_engine;
 mod gemm;
 mod graph;
+mod graph_info;
 mod kernels;
 mod nvml;
 mod simple;
