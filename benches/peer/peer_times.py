@@ -42,8 +42,10 @@ torch_idle_ms (from an idle stream), for comparison with the earlier tables.
 
 conv2d rows (forward, NCHW) use cuDNN in benchmark mode with TF32 off (PyTorch's pick: it times
 up to torch.backends.cudnn.benchmark_limit engine configurations). A convolution returns a new
-tensor per call (PyTorch has no out= for it), so in a graph of K calls its outputs are K buffers
-where rocsweep writes one: a slightly colder cache.
+tensor per call (PyTorch has no out= for it), but each is dropped at once, so the capture's
+private pool hands every call the same block: the graph writes one output buffer, as rocsweep's
+does (conv_kernels.py prints the addresses; one address on the H200,
+reports/h200/timing/side-by-side/cmd4).
 
 gemm rows use torch.matmul into one preallocated output, TF32 only where the case's compute is
 tf32, operands uniform in [-1, 1) as rocsweep's (src/op/inputs.rs), and are timed twice:
