@@ -41,7 +41,8 @@ timed 20 times back to back) is still measured after the trials, as torch_old_ms
 torch_idle_ms (from an idle stream), for comparison with the earlier tables.
 
 conv2d rows (forward, NCHW) use cuDNN in benchmark mode with TF32 off (PyTorch's pick: it times
-up to torch.backends.cudnn.benchmark_limit engine configurations). A convolution returns a new
+up to torch.backends.cudnn.benchmark_limit engine configurations), on operands drawn as rocsweep's
+(`conv_fn`; PEER_CONV_OPERANDS=torch for PyTorch's own). A convolution returns a new
 tensor per call (PyTorch has no out= for it), but each is dropped at once, so the capture's
 private pool hands every call the same block: the graph writes one output buffer, as rocsweep's
 does (conv_kernels.py prints the addresses; one address on the H200,
@@ -404,12 +405,21 @@ def timeline(fn, calls):
 
 
 def conv_fn(r):
+    """nn.Conv2d on x. Input and weights uniform in [-1, 1), drawn in f32 and rounded to the dtype,
+    as rocsweep's (src/op/inputs.rs); PEER_CONV_OPERANDS=torch keeps PyTorch's own (x uniform in
+    [-0.5, 0.5) drawn in the dtype, Kaiming-uniform weights), as the runs before 2026-11-24 05:40
+    UTC were measured."""
     dt = DT[r["dtype"]]
     n, ci, co = int(r["n"]), int(r["c_in"]), int(r["c_out"])
     h, w, k = int(r["h"]), int(r["w"]), int(r["kernel"])
-    x = torch.rand(n, ci, h, w, device="cuda", dtype=dt) - 0.5
     conv = torch.nn.Conv2d(ci, co, k, stride=int(r["stride"]), padding=int(r["pad"]),
                            dilation=int(r["dilation"]), groups=int(r["groups"]), bias=False).to("cuda", dt)
+    if os.environ.get("PEER_CONV_OPERANDS", "rocsweep") == "torch":
+        x = torch.rand(n, ci, h, w, device="cuda", dtype=dt) - 0.5
+    else:
+        x = (torch.rand(n, ci, h, w, device="cuda", dtype=torch.float32) * 2 - 1).to(dt)
+        with torch.no_grad():
+            conv.weight.copy_((torch.rand_like(conv.weight, dtype=torch.float32) * 2 - 1).to(dt))
     return lambda: conv(x)
 
 
