@@ -7,7 +7,7 @@
 use cudarc::driver::sys as dsys;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// The environment variable that turns the description on.
 pub const ENV: &str = "ROCSWEEP_DEBUG_GRAPH";
@@ -15,10 +15,11 @@ pub const ENV: &str = "ROCSWEEP_DEBUG_GRAPH";
 /// The last line written, so that a unit's samples (the same graph each time) log once.
 static LAST: Mutex<String> = Mutex::new(String::new());
 
-/// Writes `graph`'s description (`k` calls captured) to stderr when `ENV` is set and it differs
-/// from the last one written.
+/// Writes `graph`'s description (`k` calls captured) to stderr when `ENV` was set at the first
+/// call (read once per worker) and it differs from the last one written.
 pub fn log(graph: dsys::CUgraph, k: usize) {
-    if std::env::var_os(ENV).is_none() {
+    static ON: OnceLock<bool> = OnceLock::new();
+    if !*ON.get_or_init(|| std::env::var_os(ENV).is_some()) {
         return;
     }
     let line = describe(graph, k);

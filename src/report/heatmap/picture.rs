@@ -10,25 +10,21 @@ impl Heatmap {
     /// not `ok` (the safety question), then ok ones, up to the limit, in their order; the
     /// subtitle says how many were left out.
     pub(super) fn for_picture(&self) -> Option<Heatmap> {
-        let solvers = self.panels.iter().filter(|p| !p.overview).count();
+        let all_ok = |p: &Panel| p.cells.iter().flatten().all(|c| c.status.predicts_ok());
+        let (failing, ok): (Vec<usize>, Vec<usize>) = (0..self.panels.len())
+            .filter(|&i| !self.panels[i].overview)
+            .partition(|&i| !all_ok(&self.panels[i]));
+        let solvers = failing.len() + ok.len();
         if solvers <= MAX_DRAWN_SOLVER_PANELS {
             return None;
         }
-        let all_ok = |p: &Panel| p.cells.iter().flatten().all(|c| c.status.predicts_ok());
-        let mut kept: Vec<usize> = (0..self.panels.len())
-            .filter(|&i| !self.panels[i].overview && !all_ok(&self.panels[i]))
-            .chain(
-                (0..self.panels.len())
-                    .filter(|&i| !self.panels[i].overview && all_ok(&self.panels[i])),
-            )
+        let kept: HashSet<usize> = failing
+            .iter()
+            .chain(&ok)
             .take(MAX_DRAWN_SOLVER_PANELS)
+            .copied()
             .collect();
-        kept.sort_unstable();
-        let left_out: Vec<&Panel> = (0..self.panels.len())
-            .filter(|i| !self.panels[*i].overview && !kept.contains(i))
-            .map(|i| &self.panels[i])
-            .collect();
-        let ok_left = left_out.iter().filter(|p| all_ok(p)).count();
+        let ok_left = ok.iter().filter(|i| !kept.contains(i)).count();
         let panels: Vec<Panel> = (0..self.panels.len())
             .filter(|i| self.panels[*i].overview || kept.contains(i))
             .map(|i| self.panels[i].clone())
@@ -36,10 +32,8 @@ impl Heatmap {
         let mut subtitle = self.subtitle.clone();
         subtitle.push(format!(
             "{} of {solvers} solver panels left out ({ok_left} of them with every unit ok); report.html and results.csv have them all",
-            left_out.len()
+            solvers - kept.len()
         ));
-        let panel_w = self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN;
-        let cols = columns(panel_w, &panels);
         Some(Heatmap {
             title: self.title.clone(),
             subtitle,
@@ -47,10 +41,10 @@ impl Heatmap {
             y_title: self.y_title.clone(),
             x_labels: self.x_labels.clone(),
             y_labels: self.y_labels.clone(),
+            cols: columns(self.panel_w(), &panels),
             panels,
             cell_w: self.cell_w,
             y_label_w: self.y_label_w,
-            cols,
         })
     }
 }
