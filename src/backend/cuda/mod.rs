@@ -11,6 +11,7 @@ mod graph;
 mod graph_info;
 mod kernels;
 mod nvml;
+mod pad;
 mod simple;
 
 use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
@@ -59,6 +60,8 @@ fn presence() -> Vec<(&'static str, bool)> {
 }
 
 pub struct CudaBackend {
+    /// Declared before `gpu`, so that it is freed while the context lives.
+    _pad: pad::Pad,
     gpu: Gpu,
     info: BackendInfo,
     /// Clock and temperature readings, or why there are none.
@@ -121,6 +124,7 @@ impl CudaBackend {
             blocker: Default::default(),
             flush: Default::default(),
         };
+        let pad = pad::Pad::hold(&gpu.stream)?;
         let mut info = describe(&gpu, &libs);
         let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
         info.versions.insert(
@@ -131,6 +135,7 @@ impl CudaBackend {
             },
         );
         Ok(CudaBackend {
+            _pad: pad,
             gpu,
             info,
             nvml,
