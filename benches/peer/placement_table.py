@@ -4,12 +4,14 @@ processes, each holding a different amount of device memory before its first uni
 (ROCSWEEP_DEBUG_PAD_MIB: cuMemAlloc, outside the stream's pool; ROCSWEEP_DEBUG_PAD_POOL_MIB: from
 the pool), against PyTorch's launch-free time for the same shape where TORCH.csv is given.
 
-usage: placement_table.py LABEL=RUN_DIR... [--torch TORCH.csv] > table.md
+usage: placement_table.py LABEL=RUN_DIR... [--torch [LABEL=]TORCH.csv]... > table.md
 
 LABEL names the pad of each run (e.g. sync-8192, pool-64, none-a). Per unit: its median_ms in each
 run, the spread over the runs ((max - min) / min), and where TORCH.csv has the shape, PyTorch's
 time (torch_lt_ms for gemm, the same algorithm; torch_ms for conv2d, PyTorch's pick) / the unit's
-time in each run.
+time in each run. With several TORCH.csv files (PyTorch's times in several processes, e.g. each
+under other environment variables), each labelled, a third table gives each one's time / the
+first run's unit time (shapes' best unit for conv2d, lt#0 for gemm).
 """
 import csv
 import sys
@@ -52,17 +54,18 @@ def peer(path):
 
 def main():
     args = sys.argv[1:]
-    torch_csv = None
-    if "--torch" in args:
+    peers = []
+    while "--torch" in args:
         i = args.index("--torch")
-        torch_csv = args[i + 1]
+        lbl, _, path = args[i + 1].rpartition("=")
+        peers.append((lbl or "torch", path))
         del args[i:i + 2]
     runs = [tuple(a.split("=", 1)) for a in args if "=" in a]
     if not runs or len(runs) != len(args):
         sys.exit(__doc__)
     labels = [lbl for lbl, _ in runs]
     units = load(runs)
-    ref = peer(torch_csv)
+    ref = peer(peers[0][1]) if peers else {}
     print("| unit | " + " | ".join(labels) + " | spread |")
     print("|---|" + "---:|" * (len(labels) + 1))
     spreads = []
@@ -81,6 +84,21 @@ def main():
                 continue
             cells = [f"{ref[key] / t[lbl]:.3f}" if t.get(lbl) else "-" for lbl in labels]
             print(f"| {name} | {ref[key]:.6f} | " + " | ".join(cells) + " |")
+    if len(peers) > 1:
+        by_label = [(lbl, peer(path)) for lbl, path in peers]
+        first = labels[0]
+        print(f"\nEach PyTorch process / the unit in run {first} (the shape's best unit for conv2d):\n")
+        print("| shape | " + " | ".join(lbl for lbl, _ in by_label) + " |")
+        print("|---|" + "---:|" * len(by_label))
+        best = {}
+        for (key, solver), (name, op, t) in units.items():
+            if first in t and (op == "conv2d" or solver.startswith("lt#0")):
+                cur = best.get(key)
+                if cur is None or t[first] < cur[1]:
+                    best[key] = (name, t[first])
+        for key, (name, ms) in best.items():
+            cells = [f"{p[key] / ms:.3f}" if key in p else "-" for _, p in by_label]
+            print(f"| {name} | " + " | ".join(cells) + " |")
     if spreads:
         spreads.sort()
         print(f"\n- spread over runs: median {spreads[len(spreads) // 2][0]:.1%}, "
