@@ -4,7 +4,7 @@ is timed from Python? rocsweep's call, allocations and timing loop (lt_ctypes.py
 process that never imports PyTorch, then with PyTorch imported, then with PyTorch initialising
 CUDA, each against rocsweep's lt#0 of the same run.
 
-usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda [--after ACTION,...]] [--shapes MxNxK:DTYPE,...]
+usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda [--after ACTION,...] [--timeline]] [--shapes MxNxK:DTYPE,...]
            Per lt#0 GEMM shape of RUN_DIR (no transposes, batch 1), one after the other in this
            process, each as a rocsweep unit: cuBLASLt's handle and heuristic (LT_BARE_LIB, a path:
            the system library rocsweep loads, also where PyTorch loaded its copy), the
@@ -17,7 +17,10 @@ usage: lt_bare.py RUN_DIR [--import-torch | --torch-cuda [--after ACTION,...]] [
            initialises CUDA first (torch.cuda.init); --after: then PyTorch does these actions
            (ACTIONS: one kind of GPU work each, to find which one slows rocsweep's call in a
            process where PyTorch has worked), labelled torch-cuda+ACTION. --shapes: only those shapes (e.g.
-           8x4096x4096:bf16). The graph protocol is lt_ctypes' (PEER_GRAPH_PROTOCOL: upload,
+           8x4096x4096:bf16). --timeline: then one more trial with rocsweep's K under torch.profiler
+           (CUPTI sees the driver-API graphs too): each kernel's median duration and the median gap
+           between consecutive kernels inside a replay, printed as `TIMELINE <json>`, to tell
+           longer kernels from longer gaps between two kinds of process. The graph protocol is lt_ctypes' (PEER_GRAPH_PROTOCOL: upload,
            rocsweep's since 41f8d8c, by default; warm, rocsweep's before). LT_BARE_LABEL, where
            set, is added to the mode's label (e.g. the library copy). Prints `BARE <json>` per shape.
        lt_bare.py --table RUN_DIR LOG...
@@ -87,6 +90,28 @@ ACTIONS = {
 }
 
 
+def timeline(torch, run):
+    """Runs `run()` under torch.profiler: {kernel name: (median us, count)} and the median gap in
+    us between consecutive kernels less than 5 us apart (inside one graph replay)."""
+    import statistics
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    acts = sorted((float(e["ts"]), float(e["dur"]), e.get("name", "")) for e in trace.get("traceEvents", [])
+                  if e.get("ph") == "X" and e.get("cat") == "kernel")
+    by = {}
+    for _, d, name in acts:
+        by.setdefault(name[:60], []).append(d)
+    gaps = [g for g in (b[0] - (a[0] + a[1]) for a, b in zip(acts, acts[1:])) if g < 5.0]
+    return ({n: (round(statistics.median(v), 3), len(v)) for n, v in by.items()},
+            round(statistics.median(gaps), 3) if gaps else None)
+
+
 def table(run_dir, logs):
     import csv
     import statistics
@@ -142,6 +167,9 @@ def main():
         i = args.index("--shapes")
         only = set(args[i + 1].split(","))
         del args[i:i + 2]
+    want_timeline = "--timeline" in args
+    if want_timeline:
+        args.remove("--timeline")
     after = []
     if "--after" in args:
         i = args.index("--after")
@@ -152,8 +180,8 @@ def main():
             raise SystemExit(f"--after: unknown action {', '.join(unknown)} (one of {', '.join(ACTIONS)})")
     run_dir = args[0]
     mode = args[1] if len(args) > 1 else "bare"
-    if after and mode != "--torch-cuda":
-        raise SystemExit("--after needs --torch-cuda")
+    if (after or want_timeline) and mode != "--torch-cuda":
+        raise SystemExit("--after and --timeline need --torch-cuda")
     if mode in ("--import-torch", "--torch-cuda"):
         import torch
         if mode == "--torch-cuda":
@@ -219,6 +247,11 @@ def main():
                                   "clock_mhz": a[3], "chosen": plan["chosen"], "rocsweep_chosen": r.get("chosen"),
                                   "b": f"{pb:#x}", "lib": lc._lt(lib_path)[2],
                                   "protocol": lc.graph_protocol()}), flush=True)
+        if want_timeline:
+            kernels, gap = timeline(torch, lambda: unit.unit(fn, kk))
+            print("TIMELINE", json.dumps({"key": key, "mode": label, "k": kk, "kernels": kernels,
+                                          "gap_us": gap, "busy_us": round(sum(v[0] for v in kernels.values()), 3)}),
+                  flush=True)
         for p in list(d.held):  # the unit ends: its memory goes back to the pool, as a unit's does
             d.ok(d.f["cuMemFreeAsync"](p, d.stream), "cuMemFreeAsync")
         d.held.clear()
