@@ -72,11 +72,14 @@ def _sleep(torch):
     torch.cuda.synchronize()
 
 
-def _alloc(torch):
-    x = torch.empty(8 << 30, dtype=torch.uint8, device="cuda")
-    x.fill_(1)
+def _alloc(torch, size=8 << 30, fill=True, release=False):
+    x = torch.empty(size, dtype=torch.uint8, device="cuda")
+    if fill:
+        x.fill_(1)
     torch.cuda.synchronize()
-    del x  # the caching allocator keeps the 8 GiB reserved
+    del x  # the caching allocator keeps the memory reserved
+    if release:
+        torch.cuda.empty_cache()  # unless it is given back
 
 
 # PyTorch's kinds of GPU work in peer_times.py's process, one per action (--after).
@@ -87,6 +90,11 @@ ACTIONS = {
     "stream": _stream,
     "sleep": _sleep,
     "alloc": _alloc,
+    # the same, told apart: no fill, 1 GiB, 64 MiB, and given back (empty_cache)
+    "alloc-nofill": lambda torch: _alloc(torch, fill=False),
+    "alloc-1g": lambda torch: _alloc(torch, size=1 << 30),
+    "alloc-64m": lambda torch: _alloc(torch, size=64 << 20),
+    "alloc-released": lambda torch: _alloc(torch, release=True),
 }
 
 
