@@ -98,20 +98,13 @@ ACTIONS = {
 }
 
 
-def timeline(torch, run):
+def timeline(run):
     """Runs `run()` under torch.profiler: {kernel name: (median us, count)} and the median gap in
     us between consecutive kernels less than 5 us apart (inside one graph replay)."""
     import statistics
-    import tempfile
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        run()
-        torch.cuda.synchronize()
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        prof.export_chrome_trace(f.name)
-        trace = json.load(open(f.name))
-    acts = sorted((float(e["ts"]), float(e["dur"]), e.get("name", "")) for e in trace.get("traceEvents", [])
-                  if e.get("ph") == "X" and e.get("cat") == "kernel")
+
+    import lt_ctypes as lc
+    acts = lc.device_activities(run)
     by = {}
     for _, d, name in acts:
         by.setdefault(name[:60], []).append(d)
@@ -128,7 +121,7 @@ def table(run_dir, logs):
     roc = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and lc.is_lt0(r["solver"]) and r["median_ms"]:
-            roc[";".join(f"{c}={r[c]}" for c in lc.KEYS["gemm"])] = float(r["median_ms"])
+            roc[lc.key_of(r, "gemm")] = float(r["median_ms"])
     rows = {}
     modes = []
     for p in logs:
@@ -229,7 +222,7 @@ def main():
 
     size = {"f32": 4, "f16": 2, "bf16": 2}
     for r in rows:
-        key = ";".join(f"{c}={r[c]}" for c in lc.KEYS["gemm"])
+        key = lc.key_of(r, "gemm")
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
         lib, handle, plan = lc._plan(r, lib_path)
         ws = d.alloc(plan["size"], zero=True) if plan["size"] else None
@@ -256,7 +249,7 @@ def main():
                                   "b": f"{pb:#x}", "lib": lc._lt(lib_path)[2],
                                   "protocol": lc.graph_protocol()}), flush=True)
         if want_timeline:
-            kernels, gap = timeline(torch, lambda: unit.unit(fn, kk))
+            kernels, gap = timeline(lambda: unit.unit(fn, kk))
             print("TIMELINE", json.dumps({"key": key, "mode": label, "k": kk, "kernels": kernels,
                                           "gap_us": gap, "busy_us": round(sum(v[0] for v in kernels.values()), 3)}),
                   flush=True)

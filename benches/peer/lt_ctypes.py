@@ -93,6 +93,28 @@ KEYS = {
 }
 
 
+def device_activities(run, cats=("kernel",)):
+    """Runs `run()` under torch.profiler (CUDA activities; CUPTI sees driver-API work too) in a
+    process that has imported PyTorch: [(start us, duration us, name)] of the activities whose
+    trace category is in `cats`, in start order."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        _torch().cuda.synchronize()
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        trace = json.load(open(f.name))
+    return sorted((float(e["ts"]), float(e["dur"]), e.get("name", "")) for e in trace.get("traceEvents", [])
+                  if e.get("ph") == "X" and e.get("cat") in cats)
+
+
+def key_of(r, op=None):
+    """A shape's key, as peer_times.py's CSV holds it: `c=v` for each of KEYS[op] (the row's op by
+    default), joined by `;`."""
+    return ";".join(f"{c}={r[c]}" for c in KEYS[op or r["op"]])
+
+
 def policy_of(run_dir):
     try:
         t = json.load(open(f"{run_dir}/manifest.json"))["policies"]["timing"]
@@ -122,7 +144,7 @@ def rocsweep_lt0_k(run_dir):
     out = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and is_lt0(r["solver"]) and r.get("call_median_ms"):
-            out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = k_rule(float(r["call_median_ms"]))
+            out[key_of(r, "gemm")] = k_rule(float(r["call_median_ms"]))
     return out
 
 

@@ -30,7 +30,7 @@ def rocsweep_lt0(run_dir):
     out = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and r["status"] == "ok" and r["solver"].startswith("lt#0-") and r["median_ms"]:
-            out[";".join(f"{c}={r[c]}" for c in pt.KEYS["gemm"])] = r
+            out[pt.key_of(r, "gemm")] = r
     return out
 
 
@@ -52,7 +52,7 @@ def main():
     for m, n, k in SHAPES:
         r = {"m": m, "n": n, "k": k, "trans_a": "false", "trans_b": "false", "batch": "1", "dtype": "bf16",
              "out_dtype": "bf16", "compute": "f32"}
-        key = ";".join(f"{c}={r[c]}" for c in pt.KEYS["gemm"])
+        key = pt.key_of(r, "gemm")
         ops = pt.gemm_operands(r)
         for lib in libs:
             fn, chosen, keep = pt.replica(r, ops, lib)

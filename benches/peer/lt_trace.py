@@ -84,7 +84,7 @@ def main():
     rows = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and r["solver"].startswith("lt#0") and r["trans_a"] == "false" and r["trans_b"] == "false":
-            rows[";".join(f"{c}={r[c]}" for c in pt.KEYS["gemm"])] = r
+            rows[pt.key_of(r, "gemm")] = r
     if replay:
         r = next(r for r in rows.values() if r["m"] == sys.argv[3])
         if pristine:

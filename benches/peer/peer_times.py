@@ -109,7 +109,7 @@ import time
 import torch
 
 from lt_ctypes import (GRAPH_PROTOCOLS, HELD_US, IDLE_S, KEYS, LT_WORKSPACE_KIB, MAX_K, TARGET_MS, DriverUnit, _lt,
-                       _matmul_fn, _plan, driver, graph_protocol, k_rule, median_trial, policy_of, sm_clock_mhz)
+                       _matmul_fn, _plan, device_activities, key_of, driver, graph_protocol, k_rule, median_trial, policy_of, sm_clock_mhz)
 
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 LT_ENV = {"CUBLASLT_WORKSPACE_SIZE": str(LT_WORKSPACE_KIB),
@@ -149,7 +149,7 @@ def rocsweep_lt0_k(run_dir):
     out = {}
     for r in csv.DictReader(open(f"{run_dir}/results.csv")):
         if r["op"] == "gemm" and is_lt0(r["solver"]) and r.get("call_median_ms"):
-            out[";".join(f"{c}={r[c]}" for c in KEYS["gemm"])] = k_rule(float(r["call_median_ms"]))
+            out[key_of(r, "gemm")] = k_rule(float(r["call_median_ms"]))
     return out
 
 
@@ -380,24 +380,15 @@ def timeline(fn, calls):
     """The device activities (kernels, memsets, copies) of one replay of a graph of `calls`
     calls, from torch.profiler's trace: (busy us per call, activities per call, mean gap in us
     between consecutive activities)."""
-    import tempfile
     try:
-        from torch.profiler import ProfilerActivity, profile
         g = capture(fn, calls)
         g.replay()
         torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            g.replay()
-            torch.cuda.synchronize()
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            prof.export_chrome_trace(f.name)
-            trace = json.load(open(f.name))
-        acts = sorted((float(e["ts"]), float(e["dur"])) for e in trace.get("traceEvents", [])
-                      if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy"))
+        acts = device_activities(g.replay, ("kernel", "gpu_memset", "gpu_memcpy"))
         if not acts:
             return "", "", ""
         gaps = [b[0] - (a[0] + a[1]) for a, b in zip(acts, acts[1:])]
-        return (f"{sum(d for _, d in acts) / calls:.3f}", f"{len(acts) / calls:g}",
+        return (f"{sum(d for _, d, _ in acts) / calls:.3f}", f"{len(acts) / calls:g}",
                 f"{statistics.mean(gaps):.3f}" if gaps else "")
     except Exception as e:  # the table does without the timeline, never without times
         print("timeline failed:", type(e).__name__, e, flush=True)
@@ -684,7 +675,7 @@ def pristine_one(run_dir, key):
     torch.backends.cuda.preferred_blas_library("cublaslt")
     r = next(r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
              if r["op"] == "gemm" and is_lt0(r["solver"]) and
-             ";".join(f"{c}={r[c]}" for c in KEYS["gemm"]) == key)
+             key_of(r, "gemm") == key)
     policy = policy_of(run_dir)
     kr = rocsweep_lt0_k(run_dir).get(key)
     d = driver()

@@ -16,11 +16,7 @@ first run's unit time (shapes' best unit for conv2d, lt#0 for gemm).
 import csv
 import sys
 
-from lt_ctypes import KEYS
-
-
-def key_of(r):
-    return ";".join(f"{c}={r[c]}" for c in KEYS[r["op"]])
+from lt_ctypes import key_of
 
 
 def short(r):

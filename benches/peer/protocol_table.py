@@ -25,14 +25,10 @@ import math
 import os
 import sys
 
-from lt_ctypes import KEYS, is_lt0, k_rule
+from lt_ctypes import is_lt0, k_rule, key_of
 
 FIDELITY = 0.03
 SMALL = {(512, 1024, 512, "bf16"), (1000, 1001, 999, "bf16"), (1000, 1001, 999, "f32")}
-
-
-def key_of(r):
-    return ";".join(f"{c}={r[c]}" for c in KEYS["gemm"])
 
 
 def shape(key):
@@ -44,7 +40,7 @@ def run(d):
     p = f"{d}/results.csv"
     if not os.path.exists(p):
         return {}
-    return {key_of(r): r for r in csv.DictReader(open(p)) if r["op"] == "gemm" and is_lt0(r["solver"])}
+    return {key_of(r, "gemm"): r for r in csv.DictReader(open(p)) if r["op"] == "gemm" and is_lt0(r["solver"])}
 
 
 def torch_csv(p):

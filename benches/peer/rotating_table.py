@@ -26,7 +26,7 @@ import math
 import statistics
 import sys
 
-from lt_ctypes import KEYS, k_rule
+from lt_ctypes import k_rule, key_of
 
 FIDELITY = 0.03
 L2_MIB = 50 * 1000 * 1000 / 2**20  # the H200's L2 (50 MB)
@@ -38,16 +38,12 @@ def is_lt0(solver):
     return solver == "lt#0" or solver.startswith("lt#0-")
 
 
-def key_of(r):
-    return ";".join(f"{c}={r[c]}" for c in KEYS["gemm"])
-
-
 def short(key):
     return ";".join(p for p in key.split(";") if p.split("=")[0] in ("m", "n", "k", "dtype"))
 
 
 def lt0(run_dir):
-    return {key_of(r): r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
+    return {key_of(r, "gemm"): r for r in csv.DictReader(open(f"{run_dir}/results.csv"))
             if r["op"] == "gemm" and is_lt0(r["solver"])}
 
 

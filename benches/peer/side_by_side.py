@@ -24,14 +24,10 @@ import math
 import statistics
 import sys
 
-from peer_times import KEYS
+from lt_ctypes import key_of
 
 TARGET = 0.98
 FIDELITY = 0.03
-
-
-def key_of(r):
-    return ";".join(f"{c}={r[c]}" for c in KEYS[r["op"]])
 
 
 def best_per_shape(run_dir):

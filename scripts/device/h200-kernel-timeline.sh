@@ -39,11 +39,10 @@ log "pytorch rc $?"
 python3 benches/peer/lt_bare.py --table "$G" "$R"/bare-*.log > "$R/bare.md" 2>&1
 python3 - "$R" > "$R/timeline.md" 2>&1 <<'PY'
 import csv, glob, json, sys
+sys.path.insert(0, "benches/peer")
+from lt_ctypes import key_of
 R = sys.argv[1]
-roc = {}
-for r in csv.DictReader(open(f"{R}/gemm-lt0/results.csv")):
-    if r["median_ms"]:
-        roc[";".join(f"{c}={r[c]}" for c in ["m", "n", "k", "trans_a", "trans_b", "batch", "dtype", "out_dtype", "compute"])] = float(r["median_ms"]) * 1000
+roc = {key_of(r): float(r["median_ms"]) * 1000 for r in csv.DictReader(open(f"{R}/gemm-lt0/results.csv")) if r["median_ms"]}
 torch = {r["key"]: r for r in csv.DictReader(open(f"{R}/torch.csv"))} if glob.glob(f"{R}/torch.csv") else {}
 print("| shape | process | kernels (median us each) | busy us per call | median gap us | rocsweep us per call |")
 print("|---|---|---|---:|---:|---:|")

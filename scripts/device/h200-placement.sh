@@ -19,31 +19,7 @@ log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
 nvidia-smi > "$R/nvidia-smi.txt" 2>&1
 sed -e 's/^name = .*/name = "placement-gemm"/' reports/h200/timing/gemm-fidelity-3/cmd3/lt0-shapes.toml > "$R/gemm.toml"
 sed -e 's/^name = .*/name = "placement-conv"/' -e 's/^solver = .*/solver = ["eng58-k25=0", "eng58-k25=1", "eng58-k25=2"]/' \
-  reports/h200/timing/side-by-side/cmd3/cudnn/four.toml 2>/dev/null > "$R/conv.toml"
-if ! grep -q eng58 "$R/conv.toml"; then
-  cat > "$R/conv.toml" <<'TOML'
-name = "placement-conv"
-op = "conv2d"
-backend = "cuda"
-[axes]
-direction = "fwd"
-n = 32
-dtype = "f16"
-kernel = 1
-pad = 0
-stride = 1
-solver = ["eng58-k25=0", "eng58-k25=1", "eng58-k25=2"]
-[zip.layer]
-c_in  = [64, 256, 512, 256]
-c_out = [64, 64,  128, 1024]
-h     = [56, 56,  28,  14]
-[timing]
-warmup = 2
-min_samples = 5
-max_samples = 30
-max_time = 0.1
-TOML
-fi
+  reports/h200/timing/side-by-side/cmd3/cudnn/four.toml > "$R/conv.toml"
 RUN=(run --quiet --no-report --set verify.enabled=false)
 # pads: label sync-MiB / pool-MiB / none-X
 PADS=(none-a sync-2 sync-64 sync-1024 sync-8192 pool-64 pool-1024 pool-8192 sync-24576 none-b)

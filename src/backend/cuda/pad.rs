@@ -35,8 +35,8 @@ fn mib(name: &str, v: Option<std::ffi::OsString>) -> Result<usize, String> {
 impl Pad {
     /// Allocates what the two variables ask for (after the context and stream exist).
     pub fn hold(stream: &Arc<CudaStream>) -> Result<Pad, String> {
-        let sync_mib = mib(ENV, std::env::var_os(ENV))?;
-        let pool_mib = mib(ENV_POOL, std::env::var_os(ENV_POOL))?;
+        let wanted = |name| mib(name, std::env::var_os(name));
+        let (sync_mib, pool_mib) = (wanted(ENV)?, wanted(ENV_POOL)?);
         let mut pad = Pad::default();
         if sync_mib > 0 {
             let ctx = stream.context().clone();
