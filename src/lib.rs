@@ -9,6 +9,7 @@ pub mod backend;
 pub mod build_info;
 pub mod cli;
 pub mod commands;
+pub mod console;
 pub mod cpu;
 pub mod dtype;
 pub mod error;

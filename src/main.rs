@@ -21,14 +21,24 @@ fn main() {
     };
     if let Some(dir) = &cli.rocm_lib_dir {
         if !dir.is_dir() {
-            eprintln!("error: --rocm-lib-dir {}: not a directory", dir.display());
+            rocsweep::noteln!("error: --rocm-lib-dir {}: not a directory", dir.display());
             std::process::exit(exit::BAD_INPUT);
         }
         // Workers inherit it, so the backend they open searches the same place.
         // SAFETY: set once at start-up, before any thread is spawned.
         unsafe { std::env::set_var(rocsweep::backend::rocm::loader::LIB_DIR_ENV, dir) };
     }
-    std::process::exit(dispatch(cli.command));
+    let keeps_going = matches!(cli.command, Command::Run { .. } | Command::Merge { .. });
+    let code = dispatch(cli.command);
+    // A run or merge whose stdout went away kept going (its progress was dropped, its results
+    // were not); any other command's output is what it is for, so losing it is a failure.
+    if rocsweep::console::stdout_gone() && !keeps_going && code != exit::FAILURE {
+        rocsweep::noteln!(
+            "error: stdout: the command's output could not be written (closed or full)"
+        );
+        std::process::exit(exit::FAILURE);
+    }
+    std::process::exit(code);
 }
 
 fn dispatch(command: Command) -> i32 {
@@ -151,7 +161,7 @@ fn analysis_command(command: Command) -> i32 {
         Command::Report { run_dir } => match rocsweep::report::write(&run_dir) {
             Ok(files) => {
                 for f in files {
-                    println!("{}", f.display());
+                    rocsweep::sayln!("{}", f.display());
                 }
                 exit::OK
             }
@@ -184,7 +194,7 @@ fn analysis_command(command: Command) -> i32 {
         Command::Repro { run_dir, unit_id } => {
             match rocsweep::analyze::repro::command(&run_dir, &unit_id) {
                 Ok(text) => {
-                    print!("{text}");
+                    rocsweep::console::say(&text);
                     exit::OK
                 }
                 Err(e) => report(e),
@@ -193,7 +203,7 @@ fn analysis_command(command: Command) -> i32 {
         Command::Import { files, out, quiet } => match rocsweep::import::command(&files, &out) {
             Ok(summary) => {
                 if !quiet {
-                    print!("{summary}");
+                    rocsweep::console::say(&summary);
                 }
                 exit::OK
             }
@@ -209,7 +219,7 @@ fn device_command(command: Command) -> i32 {
         Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
         Command::Probe { backend } => {
             let (text, available) = rocsweep::commands::probe_text(backend.as_deref());
-            print!("{text}");
+            rocsweep::console::say(&text);
             if available {
                 exit::OK
             } else {
@@ -218,7 +228,7 @@ fn device_command(command: Command) -> i32 {
         }
         Command::Solvers { params } => match rocsweep::commands::solvers_text(&params) {
             Ok((text, complete)) => {
-                print!("{text}");
+                rocsweep::console::say(&text);
                 if complete {
                     exit::OK
                 } else {
@@ -230,7 +240,7 @@ fn device_command(command: Command) -> i32 {
         Command::Selftest { backend, arch } => rocsweep::selftest::command(&backend, &arch),
         Command::CompileCheck { arch } => rocsweep::selftest::compile_check_command(&arch),
         Command::ListOps => {
-            print!("{}", rocsweep::commands::list_ops_text());
+            rocsweep::console::say(&rocsweep::commands::list_ops_text());
             exit::OK
         }
         _ => exit::FAILURE,
@@ -238,7 +248,7 @@ fn device_command(command: Command) -> i32 {
 }
 
 fn report(e: CmdError) -> i32 {
-    eprintln!("{e}");
+    rocsweep::noteln!("{e}");
     match e {
         CmdError::Spec(_) | CmdError::BadInput(_) => exit::BAD_INPUT,
         CmdError::Failure(_) => exit::FAILURE,

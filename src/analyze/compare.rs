@@ -399,18 +399,18 @@ pub fn command(
         match super::ratio_plot::draw(&dir.join("ratio.png"), &ratios) {
             Ok(()) => Some("ratio.png"),
             Err(e) => {
-                eprintln!("warning: the ratio plot was not drawn: {e}");
+                crate::noteln!("warning: the ratio plot was not drawn: {e}");
                 None
             }
         }
     };
     write("compare.md", &markdown(&c, plot))?;
-    println!("{}", c.headline());
-    println!("written: {}", dir.join("compare.md").display());
+    crate::sayln!("{}", c.headline());
+    crate::sayln!("written: {}", dir.join("compare.md").display());
     let code = exit_code(&c, fail_on_regression);
     if code != exit::OK {
         for line in c.regression_lines() {
-            eprintln!("regression: {line}");
+            crate::noteln!("regression: {line}");
         }
     }
     Ok(code)

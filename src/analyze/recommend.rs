@@ -518,6 +518,6 @@ pub fn command(run_dir: &Path, out: Option<&Path>) -> Result<(), CmdError> {
         let p = dir.join(name);
         std::fs::write(&p, text).map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))?;
     }
-    print!("{md}");
+    crate::console::say(&md);
     Ok(())
 }

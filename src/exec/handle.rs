@@ -10,6 +10,25 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// How often `recv` asks whether the worker ended, where the kernel has no pidfds.
+const EXIT_POLL: Duration = Duration::from_millis(50);
+
+/// What a wait on the pipe and the pidfd saw.
+enum Readable {
+    Data,
+    Exited,
+    Nothing,
+}
+
+/// A pidfd for `pid` (our child, not yet reaped), or None where the kernel has none.
+fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a non-negative return is a new fd that nothing else owns.
+    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
+}
+
 pub enum Recv {
     Event(Event),
     /// A line that is not protocol (kept for the failure text).
@@ -27,6 +46,10 @@ pub struct WorkerHandle {
     stdout: ChildStdout,
     buf: Vec<u8>,
     eof: bool,
+    /// Readable once the worker process has ended (pidfd_open(2)): its end is seen from the
+    /// process itself, not from its pipe, which a forked helper can hold open after the worker
+    /// died. None where the kernel has no pidfds (before 5.3): then `recv` polls `try_wait`.
+    pidfd: Option<std::os::fd::OwnedFd>,
     pub pid: u32,
     pub log: PathBuf,
 }
@@ -114,6 +137,7 @@ impl WorkerHandle {
             .take()
             .ok_or_else(|| std::io::Error::other("worker has no stdout"))?;
         Ok(WorkerHandle {
+            pidfd: pidfd_open(child.id()),
             pid: child.id(),
             stdin: child.stdin.take(),
             child,
@@ -140,7 +164,8 @@ impl WorkerHandle {
         stdin.flush()
     }
 
-    /// Waits for the next message until `deadline`.
+    /// Waits for the next message until `deadline`. `Closed` once the worker process has
+    /// ended (whatever still holds its pipe) and everything it wrote has been read.
     pub fn recv(&mut self, deadline: Instant) -> Recv {
         loop {
             if let Some(line) = self.take_line() {
@@ -153,32 +178,100 @@ impl WorkerHandle {
                 return Recv::Closed;
             }
             let wait = deadline.saturating_duration_since(Instant::now());
-            let mut pfd = libc::pollfd {
+            match self.wait_readable(wait) {
+                Readable::Data => {
+                    self.read_some();
+                }
+                Readable::Exited => {
+                    // What the worker wrote before it ended is in the pipe: read it all, then
+                    // it is closed, even if a helper it forked still holds the write end.
+                    while let Readable::Data = self.poll_fds(0) {
+                        if !self.read_some() {
+                            break;
+                        }
+                    }
+                    self.eof = true;
+                }
+                Readable::Nothing => {
+                    if Instant::now() >= deadline {
+                        return Recv::Timeout;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads what the pipe has; false at its end or on an error (then `eof`).
+    fn read_some(&mut self) -> bool {
+        let mut chunk = [0u8; 8192];
+        match self.stdout.read(&mut chunk) {
+            Ok(0) => self.eof = true,
+            Ok(k) => {
+                self.buf.extend_from_slice(&chunk[..k]);
+                return true;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return true,
+            Err(_) => self.eof = true,
+        }
+        false
+    }
+
+    /// Waits up to `wait` for data on the pipe or the worker's end. Without a pidfd, wakes
+    /// every [`EXIT_POLL`] to ask the process.
+    fn wait_readable(&mut self, wait: Duration) -> Readable {
+        let slice = if self.pidfd.is_some() {
+            wait
+        } else {
+            wait.min(EXIT_POLL)
+        };
+        let got = self.poll_fds(slice.as_millis().min(i32::MAX as u128) as i32);
+        if matches!(got, Readable::Nothing)
+            && self.pidfd.is_none()
+            && matches!(self.child.try_wait(), Ok(Some(_)))
+        {
+            return Readable::Exited;
+        }
+        got
+    }
+
+    /// One poll(2) over the pipe and the pidfd; data on the pipe comes first.
+    fn poll_fds(&mut self, ms: i32) -> Readable {
+        let mut pfds = [
+            libc::pollfd {
                 fd: self.stdout.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
-            };
-            let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd for the duration of the call.
-            let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-            if n < 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                self.eof = true;
-                continue;
+            },
+            libc::pollfd {
+                fd: self.pidfd.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: two valid pollfds for the duration of the call (fd -1 is ignored by poll).
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                return Readable::Nothing;
             }
-            if n == 0 {
-                return Recv::Timeout;
-            }
-            let mut chunk = [0u8; 8192];
-            match self.stdout.read(&mut chunk) {
-                Ok(0) => self.eof = true,
-                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => self.eof = true,
-            }
+            self.eof = true;
+            return Readable::Nothing;
         }
+        if pfds[0].revents != 0 {
+            Readable::Data
+        } else if pfds[1].revents != 0 {
+            Readable::Exited
+        } else {
+            Readable::Nothing
+        }
+    }
+
+    /// SIGKILL to what is left of the worker's process group once the worker has ended: the
+    /// helpers a library forked (compilers, ...) must not outlive their worker.
+    pub fn kill_group(&self) {
+        // SAFETY: signalling our own child's process group (pgid == child pid via
+        // process_group(0)); the group lives on while any member does.
+        unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
     }
 
     /// SIGTERM to the worker's process group, `grace` to go, then SIGKILL. Returns its status.
@@ -214,6 +307,7 @@ impl WorkerHandle {
         if self.wait_for(grace).is_none() {
             self.kill(grace);
         }
+        self.kill_group();
     }
 
     /// The last `bytes` of the worker's log, for failure reports.
@@ -224,13 +318,15 @@ impl WorkerHandle {
 
 impl Drop for WorkerHandle {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            self.kill_group();
+        } else {
             // SAFETY: as in kill(); a handle dropped without shutdown must not leave a process behind.
             unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
             // Bounded: a worker stuck in a driver call (uninterruptible sleep) never dies, and
             // the supervisor must not hang with it.
             if self.wait_for(Duration::from_secs(2)).is_none() {
-                eprintln!(
+                crate::noteln!(
                     "warning: worker {} did not exit after SIGKILL (stuck in the driver?); leaving it",
                     self.pid
                 );

@@ -16,7 +16,7 @@
 
 use super::events::{Event, Stop, Unit};
 use super::recorder::{Place, Recorder, lock};
-use super::supervisor::{Env, Supervisor, Watch};
+use super::supervisor::{Env, Health, SpawnFailed, Supervisor, Watch};
 use super::unit::Outcome;
 use crate::op::{Case, unit_id};
 use crate::results::status::Status;
@@ -357,6 +357,15 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 "device-unhealthy",
             )));
         }
+        if let Some(why) = sh.cannot_start.get(&u.env.index) {
+            return Before::Record(Box::new(Outcome::failed(
+                Status::Error,
+                "init",
+                format!(
+                    "no worker starts in this env combination (the device answered in another): {why}"
+                ),
+            )));
+        }
         Before::Run
     }
 
@@ -375,6 +384,16 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 Before::Record(out) => return self.write(&mut sh, u, *out),
                 Before::Run => {}
             }
+        }
+        // Started only once its worker process exists: a worker that cannot be started (the
+        // executable deleted by a rebuild) stops the run with the unit unrecorded, so a resume
+        // runs it.
+        self.slot
+            .sup
+            .spawn_worker(u.env)
+            .map_err(|why| std::io::Error::other(SpawnFailed(why)))?;
+        {
+            let mut sh = lock(self.shared);
             sh.emit(&Event::Started {
                 unit: u.unit,
                 slot,
@@ -431,12 +450,18 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 self.write(&mut sh, u, out)?;
             }
         }
-        if fault
-            && self.state == State::Healthy
-            && !self.probe_failed
-            && !self.slot.sup.health_probe(u.env)
-        {
-            self.probe_failed = true;
+        if fault && self.state == State::Healthy && !self.probe_failed {
+            let others: Vec<&[(String, String)]> =
+                self.p.combos.iter().map(|c| c.vars.as_slice()).collect();
+            let health = self.slot.sup.check_health(u.env, &others);
+            spawn_failed(&mut self.slot.sup)?;
+            match health {
+                Health::Healthy => {}
+                Health::Unhealthy => self.probe_failed = true,
+                Health::CannotStart(why) => {
+                    lock(self.shared).cannot_start.insert(u.env.index, why);
+                }
+            }
         }
         Ok(())
     }
@@ -472,10 +497,19 @@ pub fn list_solvers(
     if case.solver != "all" {
         return Ok(Listing::Solvers(vec![case.solver.clone()]));
     }
-    if lock(shared).has_row(&unit_id(&case.id, "all", env_key)) {
-        return Ok(Listing::Recorded);
+    {
+        let sh = lock(shared);
+        if sh.has_row(&unit_id(&case.id, "all", env_key)) {
+            return Ok(Listing::Recorded);
+        }
+        if sh.cannot_start.contains_key(&env.index) {
+            // No worker to ask: the case's `all` unit records why.
+            return Ok(Listing::Solvers(vec!["all".to_string()]));
+        }
     }
-    Ok(match slot.sup.enumerate(env, &case.problem) {
+    let listed = slot.sup.enumerate(env, &case.problem);
+    spawn_failed(&mut slot.sup)?;
+    Ok(match listed {
         Ok(s) => {
             lock(shared).emit(&Event::Expanded {
                 solvers: s.len() as u64,
@@ -484,6 +518,15 @@ pub fn list_solvers(
         }
         Err(out) => Listing::Failed(Box::new(out)),
     })
+}
+
+/// The run stops (an I/O-kind error whose source is [`SpawnFailed`]) when `sup` could not
+/// start a worker process since it was last asked.
+pub fn spawn_failed(sup: &mut Supervisor) -> std::io::Result<()> {
+    match sup.take_spawn_error() {
+        Some(why) => Err(std::io::Error::other(SpawnFailed(why))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -543,6 +586,7 @@ mod tests {
             unfinished: HashMap::new(),
             trials: HashMap::new(),
             env_devices: BTreeMap::new(),
+            cannot_start: HashMap::new(),
         });
         let combos = [EnvCombo { vars: Vec::new() }];
         let interrupts = AtomicUsize::new(0);

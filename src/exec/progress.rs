@@ -79,7 +79,7 @@ impl Progress {
             bar.set_position(self.done);
             bar.set_message(self.failure_text());
         } else if self.plain {
-            println!(
+            crate::sayln!(
                 "[{}/{}] {:<11} {}",
                 self.done,
                 self.total,
@@ -179,7 +179,7 @@ impl Progress {
     pub fn println(&self, text: &str) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => println!("{text}"),
+            None => crate::sayln!("{text}"),
         }
     }
 

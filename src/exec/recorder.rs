@@ -30,6 +30,9 @@ pub struct Recorder {
     pub trials: HashMap<String, Vec<(u32, Outcome)>>,
     /// The device each env combination's worker reported (env key -> device).
     pub env_devices: BTreeMap<String, String>,
+    /// Env combinations (by index) whose own environment keeps their worker from starting,
+    /// with why: their remaining units are recorded `error` without running.
+    pub cannot_start: HashMap<usize, String>,
 }
 
 /// Where a row ran: the slot's label and the device that its worker (or, failing that, the
@@ -253,6 +256,7 @@ mod tests {
             unfinished: HashMap::new(),
             trials: HashMap::new(),
             env_devices: BTreeMap::new(),
+            cannot_start: HashMap::new(),
         }
     }
 

@@ -38,9 +38,9 @@ fn interrupts() -> Arc<AtomicUsize> {
             let _ = ctrlc::set_handler(move || {
                 let n = c.fetch_add(1, Ordering::SeqCst) + 1;
                 if n == 1 {
-                    eprintln!("\nCtrl-C: finishing the running unit, then stopping (press again to kill it)");
+                    crate::noteln!("\nCtrl-C: finishing the running unit, then stopping (press again to kill it)");
                 } else {
-                    eprintln!("\nCtrl-C again: killing the worker");
+                    crate::noteln!("\nCtrl-C again: killing the worker");
                 }
             });
             // SIGTERM and SIGHUP (a scheduler, a closed terminal) stop at once, as a second
@@ -107,7 +107,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     for slot in &mut slots {
         slot.sup.shutdown();
     }
-    let (stopped, disagreements) = ended.map_err(|e| io(&s, "writing results", e))?;
+    let (stopped, disagreements) = ended.map_err(|e| stopped_by(&s, e))?;
     let failures = finish(&s, opts, recorder, &mut man, planned, stopped)?;
     Ok(RunReport {
         dir: Some(s.dir.clone()),
@@ -122,14 +122,14 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 /// the message is printed here.
 fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<plan::PlanCount> {
     if s.product > 1_000_000 {
-        eprintln!(
+        crate::noteln!(
             "counting the sweep's {} combinations (Ctrl-C stops)",
             s.product
         );
     }
     let counted = plan::count(&s.sweep, &s.combos, interrupts);
     if counted.is_none() {
-        eprintln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
+        crate::noteln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
     }
     counted
 }
@@ -140,7 +140,7 @@ fn finished_already(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
     if !s.nothing_to_do(r) {
         return false;
     }
-    println!(
+    crate::sayln!(
         "nothing to do: {} finished at {} with a row for every planned unit{}",
         s.dir.display(),
         s.old
@@ -189,6 +189,21 @@ fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
     Ok(())
 }
 
+/// Why the run stopped with an error: a worker that could not be started (the unit it was for
+/// has no row, so a resume runs it), or an I/O failure writing the results.
+fn stopped_by(s: &Setup, e: std::io::Error) -> CmdError {
+    match e
+        .get_ref()
+        .and_then(|r| r.downcast_ref::<super::supervisor::SpawnFailed>())
+    {
+        Some(why) => CmdError::Failure(format!(
+            "{why}\nthe run stopped: no unit was recorded for it; once workers can start again, continue with: rocsweep run --resume {}",
+            s.dir.display()
+        )),
+        None => io(s, "writing results", e),
+    }
+}
+
 fn io(s: &Setup, what: &str, e: std::io::Error) -> CmdError {
     CmdError::Failure(format!("{}: {what}: {e}", s.dir.display()))
 }
@@ -233,19 +248,34 @@ impl Target {
         let logs = self.work_dir.join("workers");
         std::fs::create_dir_all(&logs).map_err(|e| io(s, "creating workers/", e))?;
         let spec = s.worker_spec(opts)?;
-        let first_env = s.combos.first().map(|c| c.vars.clone()).unwrap_or_default();
-        let first = Env {
+        // The first combination whose worker starts (see slots::start_any).
+        let envs: Vec<Env> = s
+            .combos
+            .iter()
+            .enumerate()
+            .map(|(index, c)| Env {
+                index,
+                trial: 1,
+                vars: &c.vars,
+            })
+            .collect();
+        let no_combo = [Env {
             index: 0,
             trial: 1,
-            vars: &first_env,
+            vars: &[],
+        }];
+        let envs = if envs.is_empty() {
+            &no_combo[..]
+        } else {
+            &envs
         };
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (slots, info, devices) =
-            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, first)?;
+            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, envs)?;
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         if let Some(note) = &info.picked {
-            eprintln!("note: {note}");
+            crate::noteln!("note: {note}");
         }
         Ok(Workers {
             spec,
@@ -314,7 +344,7 @@ fn open_recorder(
             r.write(dir, s.sweep.op)
                 .map_err(|e| io(s, "rewriting results.csv", e))?;
             for note in &r.notes {
-                eprintln!("note: {}: {note}", dir.display());
+                crate::noteln!("note: {}: {note}", dir.display());
             }
             count_existing(&rcsv::header(s.sweep.op), &r.rows, &mut summary);
             (r.measured(s.sweep.op), r.journal)
@@ -349,6 +379,7 @@ fn open_recorder(
         unfinished: state.unfinished,
         trials: state.trials,
         env_devices: man.env_devices.clone(),
+        cannot_start: HashMap::new(),
     }))
 }
 
@@ -414,15 +445,15 @@ fn finish(
     let dir = &s.dir;
     manifest::write(dir, man).map_err(|e| io(s, "writing manifest.json", e))?;
     if !opts.quiet {
-        print!("{}", summary.render(stopped.map(|_| planned)));
-        println!("run directory: {}", dir.display());
+        crate::console::say(&summary.render(stopped.map(|_| planned)));
+        crate::sayln!("run directory: {}", dir.display());
     }
     match stopped {
-        Some(Stop::Interrupted) => eprintln!(
+        Some(Stop::Interrupted) => crate::noteln!(
             "stopped by Ctrl-C; continue with: rocsweep run --resume {}",
             dir.display()
         ),
-        Some(Stop::DeviceUnhealthy) => eprintln!(
+        Some(Stop::DeviceUnhealthy) => crate::noteln!(
             "error: the device stayed unhealthy after {} health probes; the remaining units are recorded `skipped` (device-unhealthy). \
              Check the device (dmesg, rocm-smi/nvidia-smi), then: rocsweep run --resume {}",
             super::supervisor::PROBE_TRIES,

@@ -6,8 +6,10 @@ use super::devices::{self, DeviceSel};
 use super::handle::WorkerSpec;
 use super::pool::Slot;
 use super::supervisor::{Env, Supervisor};
+use super::unit::Outcome;
 use crate::backend::BackendInfo;
 use crate::error::CmdError;
+use crate::results::status::Status;
 use crate::spec::Sweep;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,7 +25,7 @@ pub fn start_slots(
     sweep: &Sweep,
     interrupts: &Arc<AtomicUsize>,
     sel: Option<&DeviceSel>,
-    first: Env,
+    envs: &[Env],
 ) -> Result<(Vec<Slot>, BackendInfo, Vec<usize>), CmdError> {
     let make = Supervisors {
         logs,
@@ -31,9 +33,9 @@ pub fn start_slots(
         interrupts,
     };
     let Some(sel) = sel else {
-        return make.single_slot(spec, first);
+        return make.single_slot(spec, envs);
     };
-    let seen = make.probe(spec, first)?;
+    let seen = make.probe(spec, envs)?;
     let parent = devices::visibility_var(&seen.backend).and_then(|v| std::env::var(v).ok());
     let count = if seen.device_count > 0 {
         seen.device_count
@@ -42,7 +44,7 @@ pub fn start_slots(
     };
     let defs =
         devices::slots(sel, &seen.backend, count, parent.as_deref()).map_err(CmdError::BadInput)?;
-    let (slots, info) = make.device_slots(spec, seen, &defs, first)?;
+    let (slots, info) = make.device_slots(spec, seen, &defs, envs)?;
     Ok((slots, info, defs.iter().map(|d| d.index).collect()))
 }
 
@@ -68,10 +70,10 @@ impl Supervisors<'_> {
     fn single_slot(
         &self,
         spec: &WorkerSpec,
-        first: Env,
+        envs: &[Env],
     ) -> Result<(Vec<Slot>, BackendInfo, Vec<usize>), CmdError> {
         let mut sup = self.new_sup(spec.clone());
-        let info = match sup.start(first) {
+        let info = match start_any(&mut sup, envs) {
             Ok(i) => i,
             Err(o) => {
                 sup.shutdown();
@@ -89,12 +91,12 @@ impl Supervisors<'_> {
 
     /// An unrestricted worker, started and ended: which backend `auto` is and how many devices
     /// it sees.
-    fn probe(&self, spec: &WorkerSpec, first: Env) -> Result<BackendInfo, CmdError> {
+    fn probe(&self, spec: &WorkerSpec, envs: &[Env]) -> Result<BackendInfo, CmdError> {
         let mut probe = self.new_sup(WorkerSpec {
             tag: "probe-".into(),
             ..spec.clone()
         });
-        let seen = probe.start(first);
+        let seen = start_any(&mut probe, envs);
         probe.shutdown();
         seen.map_err(|o| did_not_start(&probe, &spec.backend, "", o.error))
     }
@@ -108,7 +110,7 @@ impl Supervisors<'_> {
         spec: &WorkerSpec,
         seen: BackendInfo,
         defs: &[devices::Slot],
-        first: Env,
+        envs: &[Env],
     ) -> Result<(Vec<Slot>, BackendInfo), CmdError> {
         let mut slots: Vec<Slot> = Vec::new();
         let mut names = Vec::new();
@@ -121,7 +123,7 @@ impl Supervisors<'_> {
                 tag: format!("dev{}-", d.index),
                 ..spec.clone()
             });
-            let i = match sup.start(first) {
+            let i = match start_any(&mut sup, envs) {
                 Ok(i) => i,
                 Err(o) => {
                     sup.shutdown();
@@ -147,6 +149,28 @@ impl Supervisors<'_> {
         info.picked = picked;
         Ok((slots, info))
     }
+}
+
+/// The first worker of `sup`, in the first env combination whose worker starts: a
+/// combination whose own environment keeps its worker from starting is that combination's
+/// failure (its units say so when they come), not the run's. The first combination's error
+/// when none starts; a worker process that cannot be started at all is not tried further.
+fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Outcome> {
+    let mut first_err = None;
+    for env in envs {
+        match sup.start(*env) {
+            Ok(info) => return Ok(info),
+            Err(o) => {
+                let spawn = sup.take_spawn_error().is_some();
+                let answered = sup.info.as_ref().is_some_and(|i| !i.available);
+                first_err.get_or_insert(o);
+                if spawn || answered {
+                    break;
+                }
+            }
+        }
+    }
+    Err(first_err.unwrap_or_else(|| Outcome::failed(Status::Error, "init", "no env combination")))
 }
 
 /// A backend that answered and cannot run here is bad input (exit 2, as a missing library

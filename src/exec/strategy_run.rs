@@ -99,7 +99,7 @@ pub(super) fn run(
         let text = c.render(&plan.along.name);
         disagreements = c.disagreements();
         if disagreements > 0 {
-            eprint!("{text}");
+            crate::console::note(&text);
         } else if !quiet {
             lock(r.shared).progress.println(text.trim_end());
         }
@@ -217,10 +217,14 @@ impl Runner<'_, '_> {
                     let all_id = unit_id(&self.cases[ci].id, "all", &key);
                     self.write_row(&all_id, ci, "all", *out)?;
                     let healthy = !fault
-                        || self
-                            .slots
-                            .first_mut()
-                            .is_some_and(|s| s.sup.health_probe(e));
+                        || match self.slots.first_mut() {
+                            Some(s) => {
+                                let ok = s.sup.health_probe(e).is_ok();
+                                pool::spawn_failed(&mut s.sup)?;
+                                ok
+                            }
+                            None => false,
+                        };
                     if !healthy {
                         self.stopped = Some(Stop::DeviceUnhealthy);
                     }

@@ -29,6 +29,23 @@ pub struct Env<'a> {
     pub vars: &'a [(String, String)],
 }
 
+/// A worker process could not be started at all: the machine's failure, never a unit's result.
+/// It travels as the source of an `io::Error` and stops the run (see `pool::spawn_failed`).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SpawnFailed(pub String);
+
+/// What a health check after a hang or crash found.
+#[derive(Debug, PartialEq)]
+pub enum Health {
+    Healthy,
+    /// The device failed its probe in every environment tried.
+    Unhealthy,
+    /// No worker starts in the combination's own environment (why), while the device answers
+    /// in another combination's.
+    CannotStart(String),
+}
+
 /// Health-probe attempts after a hang or crash before the device is declared unhealthy.
 pub const PROBE_TRIES: u32 = 3;
 /// How often a wait wakes to look at Ctrl-C.
@@ -52,6 +69,10 @@ pub struct Supervisor {
     logs: PathBuf,
     limits: Limits,
     current: Option<((usize, u32), WorkerHandle)>,
+    /// Whether the current worker has said it is ready (its handshake is done).
+    ready: bool,
+    /// Why a worker process could not be started (see `spawn_worker`).
+    spawn_error: Option<String>,
     spawned: u64,
     /// Ctrl-C presses so far (set by the signal handler).
     interrupts: Arc<AtomicUsize>,
@@ -70,6 +91,8 @@ impl Supervisor {
             logs,
             limits,
             current: None,
+            ready: false,
+            spawn_error: None,
             spawned: 0,
             interrupts,
             info: None,
@@ -84,30 +107,49 @@ impl Supervisor {
         Duration::from_secs_f64(self.limits.for_phase(phase))
     }
 
-    /// The warm worker for `env`, started (and handshaken) if needed.
-    fn worker(&mut self, env: Env) -> Result<&mut WorkerHandle, Outcome> {
-        let env_index = env.index;
+    /// Starts the worker process for `env` unless it is the current one (no handshake yet).
+    /// An error here is the machine's, not a unit's: the executable is gone or the system
+    /// cannot start a process. It is kept for [`Supervisor::take_spawn_error`].
+    pub fn spawn_worker(&mut self, env: Env) -> Result<(), String> {
         let key = (env.index, env.trial);
         if self.current.as_ref().is_some_and(|(k, _)| *k != key)
             && let Some((_, w)) = self.current.take()
         {
             w.shutdown(self.grace());
         }
-        if self.current.is_none() {
-            self.spawned += 1;
-            let log = self.logs.join(format!(
-                "worker-{}{:04}-env{env_index}.log",
-                self.spec.tag, self.spawned
-            ));
-            let w = WorkerHandle::spawn(&self.spec, env.vars, &log).map_err(|e| {
-                Outcome::failed(
-                    Status::Error,
-                    "init",
-                    format!("cannot start worker {}: {e}", self.spec.exe.display()),
-                )
-            })?;
-            self.current = Some((key, w));
-            self.info = None;
+        if self.current.is_some() {
+            return Ok(());
+        }
+        self.spawned += 1;
+        let log = self.logs.join(format!(
+            "worker-{}{:04}-env{}.log",
+            self.spec.tag, self.spawned, env.index
+        ));
+        match WorkerHandle::spawn(&self.spec, env.vars, &log) {
+            Ok(w) => {
+                self.current = Some((key, w));
+                self.ready = false;
+                self.info = None;
+                Ok(())
+            }
+            Err(e) => {
+                let why = format!("cannot start worker {}: {e}", self.spec.exe.display());
+                self.spawn_error = Some(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Why the last worker could not be started, once (see [`Supervisor::spawn_worker`]).
+    pub fn take_spawn_error(&mut self) -> Option<String> {
+        self.spawn_error.take()
+    }
+
+    /// The warm worker for `env`, started (and handshaken) if needed.
+    fn worker(&mut self, env: Env) -> Result<&mut WorkerHandle, Outcome> {
+        self.spawn_worker(env)
+            .map_err(|why| Outcome::failed(Status::Error, "init", why))?;
+        if !self.ready {
             let ready =
                 self.await_event("init", &mut |_| {}, |e| matches!(e, Event::Ready { .. }))?;
             if let Event::Ready { protocol, info, .. } = ready {
@@ -128,6 +170,7 @@ impl Supervisor {
                     return Err(Outcome::failed(Status::Error, "init", missing));
                 }
             }
+            self.ready = true;
         }
         match self.current.as_mut() {
             Some((_, w)) => Ok(w),
@@ -137,13 +180,16 @@ impl Supervisor {
 
     /// Whether a unit for `env` would go to a running worker (else one starts, in `init`).
     pub fn is_warm(&self, env: Env) -> bool {
-        self.current
-            .as_ref()
-            .is_some_and(|(k, _)| *k == (env.index, env.trial))
+        self.ready
+            && self
+                .current
+                .as_ref()
+                .is_some_and(|(k, _)| *k == (env.index, env.trial))
     }
 
     /// Kills the current worker (after a fault or when it cannot be trusted).
     fn discard(&mut self) {
+        self.ready = false;
         if let Some((_, mut w)) = self.current.take() {
             w.kill(self.grace());
         }
@@ -210,6 +256,7 @@ impl Supervisor {
                 }
                 Recv::Closed => {
                     let failed = crashed(w, &phase, garbage.as_deref(), grace);
+                    w.kill_group();
                     self.current = None;
                     return Err(failed);
                 }
@@ -310,21 +357,55 @@ impl Supervisor {
     }
 
     /// After a hang or crash: a known-good unit in a fresh worker, up to `PROBE_TRIES` times.
-    /// Returns whether the device answered correctly.
-    pub fn health_probe(&mut self, env: Env) -> bool {
+    /// Ok when the device answered correctly, else the last failure (its phase says whether
+    /// the worker even started).
+    pub fn health_probe(&mut self, env: Env) -> Result<(), Box<Outcome>> {
+        let mut last = Outcome::failed(Status::Error, "init", "not probed");
         for _ in 0..PROBE_TRIES {
             self.discard();
             if self.interrupts.load(Ordering::SeqCst) >= 2 {
-                return false;
+                return Err(Box::new(last));
             }
             match self.request(env, &Request::Probe, "alloc", &mut |_| {}, |e| {
                 matches!(e, Event::Result { .. })
             }) {
-                Ok(Event::Result { outcome, .. }) if outcome.status == Status::Ok => return true,
-                _ => self.discard(),
+                Ok(Event::Result { outcome, .. }) if outcome.status == Status::Ok => return Ok(()),
+                Ok(Event::Result { outcome, .. }) => last = *outcome,
+                Ok(_) => {}
+                Err(o) => last = o,
+            }
+            self.discard();
+        }
+        Err(Box::new(last))
+    }
+
+    /// After a hang or crash in `env`: is the device healthy? The probe runs in the
+    /// combination's own environment first. When the worker cannot even start there, it runs in
+    /// each other combination's (`others`: their variables by index): the device answering in
+    /// one of them means the combination's environment, not the device, keeps the worker from
+    /// starting.
+    pub fn check_health(&mut self, env: Env, others: &[&[(String, String)]]) -> Health {
+        let failed = match self.health_probe(env) {
+            Ok(()) => return Health::Healthy,
+            Err(o) => o,
+        };
+        if failed.phase != "init" {
+            return Health::Unhealthy;
+        }
+        for (index, vars) in others.iter().enumerate() {
+            if index == env.index {
+                continue;
+            }
+            let other = Env {
+                index,
+                trial: env.trial,
+                vars,
+            };
+            if self.health_probe(other).is_ok() {
+                return Health::CannotStart(failed.error);
             }
         }
-        false
+        Health::Unhealthy
     }
 
     /// The run directory was renamed into place: worker logs now live under `logs`.

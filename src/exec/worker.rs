@@ -68,7 +68,7 @@ impl PhaseSink for Phases<'_> {
 /// Ends the worker's whole process group (the worker leads it: the supervisor starts each worker
 /// in a group of its own), so nothing it started outlives it.
 fn orphaned() -> ! {
-    eprintln!("worker: the supervisor is gone; ending the worker's process group");
+    crate::noteln!("worker: the supervisor is gone; ending the worker's process group");
     // SAFETY: getpgrp/getpid have no preconditions; the signal goes to our own group, and only
     // when this worker leads it (a worker started by hand shares its shell's job group).
     unsafe {
@@ -112,7 +112,7 @@ pub fn main(backend_name: &str) -> i32 {
     let out: Out = match private_stdout() {
         Ok(f) => Arc::new(Mutex::new(f)),
         Err(e) => {
-            eprintln!("worker: cannot set up the protocol stream: {e}");
+            crate::noteln!("worker: cannot set up the protocol stream: {e}");
             return 1;
         }
     };
@@ -166,7 +166,7 @@ fn open(out: &Out, backend_name: &str) -> Result<Box<dyn backend::Backend>, i32>
     .iter()
     .filter_map(|k| std::env::var(k).ok().map(|v| format!(" {k}={v}")))
     .collect();
-    eprintln!(
+    crate::noteln!(
         "rocsweep worker pid {} backend {backend_name}{device}",
         std::process::id()
     );
@@ -254,7 +254,7 @@ impl Worker {
         if self.faults.action(&target, "run") == Some(fault::Action::GpuHang) {
             self.phase("run");
             let r = self.backend.test_never_ending_kernel();
-            eprintln!("test kernel returned: {r:?}");
+            crate::noteln!("test kernel returned: {r:?}");
             fault::trigger(fault::Action::Hang);
         }
         let mut phases = Phases {
@@ -359,7 +359,7 @@ fn check_env_combo() -> Result<(), String> {
         .map_err(|e| format!("{ENV_COMBO} is not the supervisor's JSON ({e})"))?;
     let mut key: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
     key.sort();
-    eprintln!(
+    crate::noteln!(
         "env combination: {}",
         if key.is_empty() {
             "(none)".to_string()

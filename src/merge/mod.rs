@@ -138,7 +138,7 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
     let missing = Missing::find(first.shard.count, &ordered, &plan);
     let report = missing.report(plan.planned());
     if !missing.complete() && !o.allow_missing {
-        eprintln!(
+        crate::noteln!(
             "error: the shards do not cover the sweep `{}`:\n  {}\nnothing was written; run or resume what is missing and merge again, or pass --allow-missing to merge what there is",
             plan.sweep.name,
             report.join("\n  ")
@@ -149,7 +149,7 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
     publish(o.out, plan.sweep.op, &ordered.rows, &man)?;
     if !o.quiet {
         let counts: Vec<String> = man.counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        println!(
+        crate::sayln!(
             "merged {} shard(s) of `{}` into {}: {} units ({})",
             ordered.shards.len(),
             plan.sweep.name,
@@ -159,7 +159,7 @@ pub fn merge(o: &MergeOptions) -> Result<(i32, Option<PathBuf>), CmdError> {
         );
     }
     if !missing.complete() {
-        eprintln!(
+        crate::noteln!(
             "warning: merged with --allow-missing; missing (also in manifest.json):\n  {}",
             report.join("\n  ")
         );

@@ -33,11 +33,11 @@ pub fn write_after(dir: &Path, what: &str, quiet: bool) {
                 .iter()
                 .find(|f| f.extension().is_some_and(|e| e == "html"))
             {
-                println!("report: {}", html.display());
+                crate::sayln!("report: {}", html.display());
             }
         }
         Ok(_) => {}
-        Err(e) => eprintln!("warning: the {what} was written but its report was not: {e}"),
+        Err(e) => crate::noteln!("warning: the {what} was written but its report was not: {e}"),
     }
 }
 

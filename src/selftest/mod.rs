@@ -39,14 +39,14 @@ impl Verdict {
 }
 
 fn line(v: Verdict, what: &str, detail: &str) {
-    println!("{:<11} {what}  {detail}", v.word());
+    crate::sayln!("{:<11} {what}  {detail}", v.word());
 }
 
 pub fn command(backend: &str, archs: &[String]) -> i32 {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("error: cannot find the rocsweep executable: {e}");
+            crate::noteln!("error: cannot find the rocsweep executable: {e}");
             return exit::FAILURE;
         }
     };
@@ -56,7 +56,7 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
     }
     let logs = std::env::temp_dir().join(format!("rocsweep-selftest-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&logs) {
-        eprintln!("error: {}: {e}", logs.display());
+        crate::noteln!("error: {}: {e}", logs.display());
         return exit::FAILURE;
     }
     let unavailable = match device_checks(&exe, backend, &logs) {
@@ -65,24 +65,24 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
             false
         }
         Err(why) => {
-            println!("selftest: the {backend} backend cannot run here: {why}");
+            crate::sayln!("selftest: the {backend} backend cannot run here: {why}");
             true
         }
     };
     // A failed check outranks a missing device: it is what a bug report is about.
     let code = if failed > 0 {
-        println!("selftest: {failed} check(s) failed");
+        crate::sayln!("selftest: {failed} check(s) failed");
         exit::UNITS_FAILED
     } else if unavailable {
         exit::BACKEND_UNAVAILABLE
     } else {
-        println!("selftest: every check passed");
+        crate::sayln!("selftest: every check passed");
         exit::OK
     };
     if failed == 0 {
         let _ = std::fs::remove_dir_all(&logs);
     } else {
-        println!(
+        crate::sayln!(
             "To report it, send this output, `rocsweep probe --backend {backend}`, and the worker logs in {}",
             logs.display()
         );
@@ -99,7 +99,7 @@ pub fn compile_check_command(arch: &str) -> i32 {
         Err(CompileCheckError::Missing(why)) => (why, exit::BACKEND_UNAVAILABLE),
         Err(CompileCheckError::Failed(why)) => (why, exit::FAILURE),
     };
-    println!("{text}");
+    crate::sayln!("{text}");
     code
 }
 
@@ -146,10 +146,10 @@ fn device_checks(exe: &Path, backend: &str, logs: &Path) -> Result<usize, String
     };
     let info = sup.start(env).map_err(|o| o.error)?;
     for d in &info.devices {
-        println!("device: {d}");
+        crate::sayln!("device: {d}");
     }
     for (lib, v) in &info.versions {
-        println!("  {lib}: {v}");
+        crate::sayln!("  {lib}: {v}");
     }
     let mut failed = 0;
     for (i, c) in checks.iter().enumerate() {

@@ -27,7 +27,7 @@ pub fn log(graph: dsys::CUgraph, k: usize) {
         return;
     };
     if *last != line {
-        eprintln!("{line}");
+        crate::noteln!("{line}");
         *last = line;
     }
 }
