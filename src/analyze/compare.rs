@@ -385,7 +385,8 @@ pub fn command(
         .map_err(|e| CmdError::Failure(format!("{}: {e}", dir.display())))?;
     let write = |name: &str, text: &str| {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))
+        crate::results::atomic::write(&p, text)
+            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))
     };
     write("compare.csv", &csv_text(&c)?)?;
     let ratios: Vec<f64> = c
@@ -396,7 +397,10 @@ pub fn command(
     let plot = if ratios.is_empty() {
         None
     } else {
-        match super::ratio_plot::draw(&dir.join("ratio.png"), &ratios) {
+        let drawn = crate::results::atomic::write_via(&dir.join("ratio.png"), |tmp| {
+            super::ratio_plot::draw(tmp, &ratios).map_err(std::io::Error::other)
+        });
+        match drawn {
             Ok(()) => Some("ratio.png"),
             Err(e) => {
                 crate::noteln!("warning: the ratio plot was not drawn: {e}");

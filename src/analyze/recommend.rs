@@ -516,7 +516,8 @@ pub fn command(run_dir: &Path, out: Option<&Path>) -> Result<(), CmdError> {
         (PROFILE_NAME, &profile(&rec)),
     ] {
         let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))?;
+        crate::results::atomic::write(&p, text)
+            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))?;
     }
     crate::console::say(&md);
     Ok(())

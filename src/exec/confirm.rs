@@ -88,9 +88,8 @@ impl Confirmation {
 
 /// confirm.csv: one row per inferred unit run for real (temp file + rename).
 pub fn write_csv(dir: &Path, c: &Confirmation) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{CONFIRM_FILE}.tmp"));
-    {
-        let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+    crate::results::atomic::write_via(&dir.join(CONFIRM_FILE), |tmp| {
+        let mut w = csv::Writer::from_path(tmp).map_err(std::io::Error::other)?;
         w.write_record([
             "unit_id",
             "case_id",
@@ -126,7 +125,6 @@ pub fn write_csv(dir: &Path, c: &Confirmation) -> std::io::Result<()> {
             ])
             .map_err(std::io::Error::other)?;
         }
-        w.flush()?;
-    }
-    std::fs::rename(&tmp, dir.join(CONFIRM_FILE))
+        w.flush()
+    })
 }

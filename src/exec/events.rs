@@ -45,6 +45,8 @@ pub enum Event<'a> {
         slot: &'a str,
         phase: &'a str,
         limit_s: f64,
+        /// 1-based trial: the pass over the plan this run of the unit belongs to.
+        trial: u32,
     },
     /// The running unit entered `phase`, whose limit is `limit_s`.
     Phase {

@@ -121,7 +121,7 @@ pub struct State {
 /// cut inside a character, garbage) is skipped and counted, and a missing file is empty.
 pub fn read(dir: &Path) -> std::io::Result<State> {
     let mut st = State::default();
-    let f = match File::open(dir.join(FILE)) {
+    let f = match crate::results::rundir::open_file(&dir.join(FILE)) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(st),
         Err(e) => return Err(e),

@@ -396,6 +396,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             let mut sh = lock(self.shared);
             sh.emit(&Event::Started {
                 unit: u.unit,
+                trial: u.trial,
                 slot,
                 phase: first,
                 limit_s: limits.for_phase(first),
@@ -581,7 +582,7 @@ mod tests {
             csv: ResultsWriter::create(&dir.path().join("results.csv"), OpKind::Gemm)
                 .unwrap_or_else(|e| match io(e) {}),
             summary: Summary::default(),
-            progress: Progress::new(3, true),
+            progress: Progress::new(3, 1, 0, true),
             rows: HashMap::new(),
             unfinished: HashMap::new(),
             trials: HashMap::new(),

@@ -17,12 +17,20 @@ pub struct Progress {
     multi: Option<MultiProgress>,
     /// The running unit's line per device slot (`""` without `--devices`).
     running: HashMap<String, Running>,
-    total: u64,
-    done: u64,
+    /// Units to finish in this session, and finished (a unit is done when its row is written:
+    /// after its last trial, or its first that is not ok, or without running when it is
+    /// recorded `skipped` or `interrupted`).
+    units_total: u64,
+    units_done: u64,
+    /// Trials per unit, and the pass (trial number) running now.
+    trials: u32,
+    pass: u32,
+    /// Trials to run and run (the bar's length and position, so its ETA follows the work).
+    steps_total: u64,
+    steps_done: u64,
     counts: BTreeMap<Status, u64>,
     plain: bool,
 }
-
 struct Running {
     line: ProgressBar,
     what: String,
@@ -35,30 +43,39 @@ struct Running {
 const SILENT_S: f64 = 2.0;
 
 impl Progress {
-    /// `quiet` turns off both the bar and the plain lines.
-    pub fn new(total: u64, quiet: bool) -> Progress {
+    /// `units` to finish, each in `trials` trials, of which `kept` were kept by an earlier
+    /// session. `quiet` turns off both the bar and the plain lines.
+    pub fn new(units: u64, trials: u32, kept: u64, quiet: bool) -> Progress {
         let terminal = std::io::stdout().is_terminal();
+        let steps_total = units
+            .saturating_mul(u64::from(trials.max(1)))
+            .saturating_sub(kept);
         let multi = (terminal && !quiet)
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stdout()));
         let bar = multi.as_ref().map(|m| {
-            let bar = m.add(ProgressBar::new(total));
-            let style = ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} [{elapsed_precise} eta {eta}] {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            let bar = m.add(ProgressBar::new(steps_total));
+            let style =
+                ProgressStyle::with_template("{bar:30} {msg} [{elapsed_precise} eta {eta}]")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
             bar.enable_steady_tick(TICK);
             bar
         });
-        Progress {
+        let p = Progress {
             bar,
             multi,
             running: HashMap::new(),
-            total,
-            done: 0,
+            units_total: units,
+            units_done: 0,
+            trials: trials.max(1),
+            pass: 1,
+            steps_total,
+            steps_done: 0,
             counts: BTreeMap::new(),
             plain: !terminal && !quiet,
-        }
+        };
+        p.redraw();
+        p
     }
 
     fn failure_text(&self) -> String {
@@ -71,21 +88,82 @@ impl Progress {
         v.join(", ")
     }
 
+    /// `[pass 2/3] [12/24]`: where the run is, in units (and passes with trials).
+    fn counter(&self) -> String {
+        let units = format!("[{}/{}]", self.units_done, self.units_total);
+        if self.trials > 1 {
+            format!("[pass {}/{}] {units}", self.pass, self.trials)
+        } else {
+            units
+        }
+    }
+
+    fn redraw(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(self.steps_total.max(self.steps_done));
+            bar.set_position(self.steps_done);
+            let mut msg = format!("units {}/{}", self.units_done, self.units_total);
+            if self.trials > 1 {
+                msg.push_str(&format!(" · pass {}/{}", self.pass, self.trials));
+            }
+            let failures = self.failure_text();
+            if !failures.is_empty() {
+                msg.push_str(&format!(" · {failures}"));
+            }
+            bar.set_message(msg);
+        }
+    }
+
     /// Records one finished unit; `line` describes it for the plain output.
     pub fn unit_done(&mut self, status: Status, line: impl FnOnce() -> String) {
-        self.done += 1;
+        self.units_done += 1;
+        // A unit recorded without running (skipped, interrupted) is done all the same: the
+        // total never shrinks.
+        self.units_total = self.units_total.max(self.units_done);
+        self.steps_done += 1;
         *self.counts.entry(status).or_default() += 1;
-        if let Some(bar) = &self.bar {
-            bar.set_position(self.done);
-            bar.set_message(self.failure_text());
-        } else if self.plain {
+        self.redraw();
+        if self.plain {
+            crate::sayln!("{} {:<11} {}", self.counter(), status.name(), line());
+        }
+    }
+
+    /// One trial of a unit that runs more (`[timing] trials`): the bar moves, and piped, a
+    /// line says it, so progress shows from the first pass on.
+    pub fn trial_done(&mut self, trial: u32, line: impl FnOnce() -> String) {
+        self.steps_done += 1;
+        self.redraw();
+        if self.plain {
             crate::sayln!(
-                "[{}/{}] {:<11} {}",
-                self.done,
-                self.total,
-                status.name(),
-                line()
+                "{} {:<11} {} (trial {trial} of {} kept)",
+                self.counter(),
+                "trial-ok",
+                line(),
+                self.trials
             );
+        }
+    }
+
+    /// `n` trials that will not run (their unit ended early): the bar's length shrinks, the
+    /// count of units does not.
+    pub fn skip_trials(&mut self, n: u64) {
+        self.steps_total = self.steps_total.saturating_sub(n);
+        self.redraw();
+    }
+
+    /// A `solver = "all"` unit turned out to be `n` units.
+    pub fn expand_one(&mut self, n: u64) {
+        let more = n.saturating_sub(1);
+        self.units_total += more;
+        self.steps_total += more * u64::from(self.trials);
+        self.redraw();
+    }
+
+    /// The pass (trial number) a unit starts in.
+    pub fn pass(&mut self, trial: u32) {
+        if trial != self.pass {
+            self.pass = trial;
+            self.redraw();
         }
     }
 
@@ -149,31 +227,6 @@ impl Progress {
             r.line.set_message(format!("{}: {}", r.what, r.phase));
         }
         r.silent = silent;
-    }
-
-    /// One trial of a unit that runs more (`[timing] trials`): the bar moves, nothing is
-    /// counted or printed.
-    pub fn trial_done(&mut self) {
-        self.done += 1;
-        if let Some(bar) = &self.bar {
-            bar.set_position(self.done);
-        }
-    }
-
-    /// `n` trials that will not run (their unit already has its row).
-    pub fn skip_trials(&mut self, n: u64) {
-        self.total = self.total.saturating_sub(n);
-        if let Some(bar) = &self.bar {
-            bar.set_length(self.total);
-        }
-    }
-
-    /// A `solver = "all"` unit turned out to be `n` units.
-    pub fn expand_one(&mut self, n: u64) {
-        self.total = (self.total + n).saturating_sub(1);
-        if let Some(bar) = &self.bar {
-            bar.set_length(self.total);
-        }
     }
 
     pub fn println(&self, text: &str) {

@@ -157,8 +157,15 @@ impl Sink for ResultsWriter {
 
 impl Sink for Summary {
     fn on(&mut self, ev: &Event) -> std::io::Result<()> {
-        if let Event::Finished { unit, outcome, .. } = ev {
-            self.add(outcome.status, unit.id, || unit.describe(), &outcome.error);
+        match ev {
+            Event::Finished { unit, outcome, .. } => {
+                self.trials_kept.remove(unit.id);
+                self.add(outcome.status, unit.id, || unit.describe(), &outcome.error);
+            }
+            Event::TrialKept { unit, .. } => {
+                *self.trials_kept.entry(unit.id.to_string()).or_default() += 1;
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -172,7 +179,11 @@ impl Sink for Progress {
                 slot,
                 phase,
                 limit_s,
-            } => self.unit_started(slot, unit.describe(), phase, *limit_s),
+                trial,
+            } => {
+                self.pass(*trial);
+                self.unit_started(slot, unit.describe(), phase, *limit_s);
+            }
             Event::Phase {
                 slot,
                 phase,
@@ -180,7 +191,7 @@ impl Sink for Progress {
                 ..
             } => self.phase(slot, phase, *limit_s),
             Event::Heartbeat { slot, silent_s } => self.heartbeat(slot, *silent_s),
-            Event::TrialKept { .. } => self.trial_done(),
+            Event::TrialKept { unit, trial, .. } => self.trial_done(*trial, || unit.describe()),
             Event::Expanded { solvers } => self.expand_one(*solvers),
             Event::Finished {
                 unit,
@@ -251,7 +262,7 @@ mod tests {
             journal: Journal::open(dir).unwrap_or_else(io),
             csv: ResultsWriter::create(&dir.join("results.csv"), OpKind::Gemm).unwrap_or_else(io),
             summary: Summary::default(),
-            progress: Progress::new(3, true),
+            progress: Progress::new(3, 1, 0, true),
             rows: HashMap::new(),
             unfinished: HashMap::new(),
             trials: HashMap::new(),
@@ -276,6 +287,7 @@ mod tests {
             slot: "",
             phase: "init",
             limit_s: 1.0,
+            trial: 1,
         })
         .unwrap_or_else(io);
         r.emit(&Event::TrialKept {

@@ -69,10 +69,10 @@ fn valid_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<String
 /// lists the statuses whose rows run again.
 pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> {
     let csv_path = dir.join("results.csv");
-    let bytes = match std::fs::read(&csv_path) {
+    let bytes = match crate::results::rundir::read_file(&csv_path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(format!("{}: {e}", csv_path.display())),
+        Err(e) => return Err(crate::results::rundir::describe(&csv_path, &e)),
     };
     let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let (old_header, records) = read_records(&bytes[..whole], op)
@@ -81,8 +81,8 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
     if whole != bytes.len() {
         notes.push("cut a torn last line of results.csv".into());
     }
-    let journal =
-        journal::read(dir).map_err(|e| format!("{}: {e}", dir.join(journal::FILE).display()))?;
+    let journal = journal::read(dir)
+        .map_err(|e| crate::results::rundir::describe(&dir.join(journal::FILE), &e))?;
     if journal.unreadable > 0 {
         notes.push(format!(
             "skipped {} unreadable line(s) of {}",

@@ -83,6 +83,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     {
         return Ok(RunReport::nothing(None));
     }
+    if s.resuming() {
+        setup::check_resume_writable(&s.dir)?;
+    }
     let Workers {
         spec,
         mut slots,
@@ -354,13 +357,12 @@ fn open_recorder(
     let journal = Journal::open(dir).map_err(|e| io(s, "opening the journal", e))?;
     let csv = ResultsWriter::append_to(&dir.join("results.csv"))
         .map_err(|e| io(s, "opening results.csv", e))?;
-    // Progress counts runs of units: each unit `trials` times, less the trials already kept.
+    // Progress counts units (each `trials` times on the bar, less the trials already kept).
     let kept: u64 = state.trials.values().map(|v| v.len() as u64).sum();
     let progress = Progress::new(
-        planned
-            .saturating_sub(rows.len() as u64)
-            .saturating_mul(u64::from(s.trials))
-            .saturating_sub(kept),
+        planned.saturating_sub(rows.len() as u64),
+        s.trials,
+        kept,
         opts.quiet,
     );
     if counted.invalid > 0 && !s.resuming() {

@@ -340,15 +340,75 @@ fn trials_for(
     })
 }
 
+/// Bytes a resume may write beyond a copy of the manifest and of results.csv (the manifest's
+/// new entries, the first journal records).
+const RESUME_MARGIN: u64 = 1 << 20;
+
+/// Before a resume changes anything (the manifest's `resumed` entry, a rewritten results.csv,
+/// a worker's log): its files can be written and its filesystem has room for a new manifest
+/// and a rewritten results.csv. A failure here leaves the directory exactly as it was.
+pub fn check_resume_writable(dir: &Path) -> Result<(), CmdError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |what: String| {
+        CmdError::Failure(format!(
+            "cannot resume {}: {what}; nothing was changed",
+            dir.display()
+        ))
+    };
+    let mut need = RESUME_MARGIN;
+    for name in ["manifest.json", "results.csv", "journal.ndjson", "run.lock"] {
+        let path = dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        need += meta.len();
+        File::options()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| fail(format!("{name} cannot be written: {e}")))?;
+    }
+    let free = free_bytes(dir).map_err(|e| fail(format!("cannot read its free space: {e}")))?;
+    if free < need {
+        return Err(fail(format!(
+            "its filesystem has {free} bytes free and the resume needs about {need} (a new manifest, a rewritten results.csv, the journal)"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes free to this user on the filesystem of `dir` (statvfs).
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter; `c` is a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
 /// Holds the run directory's lock for the life of the run (released when the process ends,
 /// however it ends).
 pub fn lock(dir: &Path) -> Result<File, CmdError> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("run.lock");
+    // O_NONBLOCK: a FIFO put in its place must not block the open (it fails, or is refused
+    // below as not a regular file).
     let f = File::options()
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NONBLOCK)
         .open(&path)
+        .and_then(|f| {
+            if f.metadata()?.is_file() {
+                Ok(f)
+            } else {
+                Err(std::io::Error::other("not a regular file"))
+            }
+        })
         .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
     match f.try_lock() {
         Ok(()) => Ok(f),

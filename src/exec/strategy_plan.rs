@@ -35,10 +35,14 @@ impl Plan {
 pub fn resolve(opts: &RunOptions, sweep: &Sweep) -> Result<Option<Plan>, CmdError> {
     if let Some(dir) = &opts.resume {
         let path = dir.join(STRATEGY_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::results::rundir::read_text(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(CmdError::BadInput(format!("{}: {e}", path.display()))),
+            Err(e) => {
+                return Err(CmdError::BadInput(crate::results::rundir::describe(
+                    &path, &e,
+                )));
+            }
         };
         let bad = |what: String| CmdError::BadInput(format!("{}: {what}", path.display()));
         let info: StrategyInfo =
@@ -102,7 +106,5 @@ fn clock_seed() -> u64 {
 /// Writes strategy.json (temp file + rename).
 pub fn record(dir: &Path, plan: &Plan) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(&plan.info()).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!("{STRATEGY_FILE}.tmp"));
-    std::fs::write(&tmp, format!("{text}\n"))?;
-    std::fs::rename(&tmp, dir.join(STRATEGY_FILE))
+    crate::results::atomic::write(&dir.join(STRATEGY_FILE), format!("{text}\n"))
 }

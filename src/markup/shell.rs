@@ -1,15 +1,47 @@
 //! Quoting for text meant to be pasted into a shell or sourced from /etc/profile.d: values come
 //! from run directories, so nothing in them may be expanded or split by the shell.
 
-/// One shell word: bare when every character is inert in POSIX sh, otherwise single-quoted
-/// (inside single quotes nothing is special except the quote itself, written `'\''`).
+/// One shell word, on one line: bare when every character is inert in POSIX sh, otherwise
+/// single-quoted (inside single quotes nothing is special except the quote itself, written
+/// `'\''`). A word with a control character (a newline in a directory's name) is written
+/// `$'...'` with escapes (bash, zsh, ksh, busybox and POSIX 2024 sh): a command shown on one
+/// line, in a table cell or a code span, must name the same path when pasted.
 pub fn quote(s: &str) -> String {
     let inert = |b: u8| b.is_ascii_alphanumeric() || b"_-./:,+=@%".contains(&b);
     if !s.is_empty() && s.bytes().all(inert) {
         s.to_string()
+    } else if s.chars().any(char::is_control) {
+        ansi_c(s)
     } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
+        single(s)
     }
+}
+
+/// POSIX single quotes, newlines kept as they are (valid for `sh`, which a profile is sourced
+/// by and which may not know `$'...'`).
+fn single(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// `$'...'`: backslash, quote and every control character escaped, nothing else.
+fn ansi_c(s: &str) -> String {
+    let mut out = String::from("$'");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// Whether `export NAME=...` accepts the name.
@@ -24,7 +56,16 @@ pub fn is_var_name(s: &str) -> bool {
 /// `export NAME=value`, or a comment saying why the variable cannot be exported.
 pub fn export_line(name: &str, value: &str) -> String {
     if is_var_name(name) {
-        format!("export {name}={}", quote(value))
+        let inert = !value.is_empty()
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-./:,+=@%".contains(&b));
+        let value = if inert {
+            value.to_string()
+        } else {
+            single(value)
+        };
+        format!("export {name}={value}")
     } else {
         format!(
             "# not exported: {} is not a shell variable name",
@@ -57,5 +98,20 @@ mod tests {
         assert!(!is_var_name("A-B"));
         assert!(export_line("A;B", "1").starts_with('#'));
         assert_eq!(comment("a\nrm -rf /"), "a rm -rf /");
+        assert_eq!(export_line("A", "x\ny"), "export A='x\ny'");
+    }
+
+    #[test]
+    fn a_word_with_a_newline_stays_on_one_line_and_means_the_same_to_bash() {
+        for word in ["runs/a\nb", "it's\t\\x", "\u{1b}[31m"] {
+            let q = quote(word);
+            assert!(!q.contains('\n') && !q.contains('\t'), "{q}");
+            let out = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("printf %s {q}"))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&out.stdout), word, "{q}");
+        }
     }
 }

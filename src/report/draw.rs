@@ -58,6 +58,8 @@ fn raster_fonts() -> Option<&'static RasterFonts> {
         .as_ref()
 }
 
+use crate::results::atomic;
+
 /// Draws `fig` into `<dir>/<stem>.png` and `<dir>/<stem>.svg`.
 pub fn render<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<Vec<PathBuf>, CmdError> {
     let size = fig.size();
@@ -66,20 +68,22 @@ pub fn render<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<Vec<PathBuf>
     let fail = |path: &Path, e: &dyn std::fmt::Display| {
         CmdError::Failure(format!("{}: could not draw: {e}", path.display()))
     };
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(&png, &e))?;
-        fig.draw(&Canvas::new(&root, true))
-            .map_err(|e| fail(&png, &e))?;
-        root.present().map_err(|e| fail(&png, &e))?;
-    }
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| fail(&svg, &e))?;
-        fig.draw(&Canvas::new(&root, false))
-            .map_err(|e| fail(&svg, &e))?;
-        root.present().map_err(|e| fail(&svg, &e))?;
-    }
+    let io = |e: &dyn std::fmt::Display| std::io::Error::other(e.to_string());
+    // Each image is drawn into a temporary file and renamed into place (results::atomic).
+    atomic::write_via(&png, |tmp| {
+        let root = BitMapBackend::new(tmp, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| io(&e))?;
+        fig.draw(&Canvas::new(&root, true)).map_err(|e| io(&e))?;
+        root.present().map_err(|e| io(&e))
+    })
+    .map_err(|e| fail(&png, &e))?;
+    atomic::write_via(&svg, |tmp| {
+        let root = SVGBackend::new(tmp, size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| io(&e))?;
+        fig.draw(&Canvas::new(&root, false)).map_err(|e| io(&e))?;
+        root.present().map_err(|e| io(&e))
+    })
+    .map_err(|e| fail(&svg, &e))?;
     Ok(vec![png, svg])
 }
 

@@ -65,7 +65,7 @@ pub fn write(
 ) -> Result<PathBuf, CmdError> {
     let page = render(f, plots, map)?;
     let path = dir.join("report.html");
-    std::fs::write(&path, page)
+    crate::results::atomic::write(&path, page)
         .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
     Ok(path)
 }

@@ -13,7 +13,7 @@ const MAX_TABLE_ROWS: usize = 200;
 
 pub fn write(f: &Facts, dir: &Path, files: &[PathBuf]) -> Result<PathBuf, CmdError> {
     let path = dir.join("summary.md");
-    std::fs::write(&path, render(f, files))
+    crate::results::atomic::write(&path, render(f, files))
         .map_err(|e| CmdError::Failure(format!("{}: {e}", path.display())))?;
     Ok(path)
 }

@@ -120,7 +120,9 @@ impl ResultsWriter {
 
 /// Reads results.csv back as header + string records.
 pub fn read(path: &Path) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let file = crate::results::rundir::open_file(path)
+        .map_err(|e| crate::results::rundir::describe(path, &e))?;
+    let mut rdr = csv::Reader::from_reader(file);
     let header = rdr
         .headers()
         .map_err(|e| format!("{}: {e}", path.display()))?
@@ -163,19 +165,14 @@ pub fn rewrite_all(path: &Path, header: &[String], rows: &[Vec<String>]) -> std:
 /// Replaces results.csv with `header` and `rows`: temp file, fsync, rename, so a crash leaves
 /// either the old file or the new one.
 fn rewrite(path: &Path, header: &[String], rows: &[csv::StringRecord]) -> std::io::Result<()> {
-    let tmp = path.with_extension("csv.tmp");
-    {
-        let mut w = csv::Writer::from_path(&tmp).map_err(std::io::Error::other)?;
+    crate::results::atomic::write_via(path, |tmp| {
+        let mut w = csv::Writer::from_path(tmp).map_err(std::io::Error::other)?;
         w.write_record(header).map_err(std::io::Error::other)?;
         for rec in rows {
             w.write_record(rec).map_err(std::io::Error::other)?;
         }
-        w.flush()?;
-        w.into_inner()
-            .map_err(|e| std::io::Error::other(e.to_string()))?
-            .sync_all()?;
-    }
-    std::fs::rename(&tmp, path)
+        w.flush()
+    })
 }
 
 /// A row as `header` has it, put in the layout of `header(op)`: missing optional columns become

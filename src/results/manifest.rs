@@ -246,26 +246,53 @@ pub fn environment(extra: &[String]) -> BTreeMap<String, String> {
 /// Writes the manifest atomically (temp file, fsync, rename), so readers never see half of it.
 pub fn write(dir: &Path, m: &Manifest) -> std::io::Result<()> {
     let text = serde_json::to_string_pretty(m).map_err(std::io::Error::other)?;
-    let tmp = dir.join(".manifest.json.tmp");
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join("manifest.json"))
+    crate::results::atomic::write(&dir.join("manifest.json"), format!("{text}\n"))
 }
 
+/// The manifest versions this rocsweep reads (and the one it writes: the last).
+pub const READABLE_VERSIONS: &[u32] = &[1];
+
+/// Reads a run directory's manifest: a regular file (see `rundir::open_file`) of a version
+/// this rocsweep knows. Errors name the file; a directory with no manifest is "not a run
+/// directory".
 pub fn read(dir: &Path) -> Result<Manifest, String> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let text = crate::results::rundir::read_text(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound if dir.is_dir() => {
+            format!("{}: not a run directory (no manifest.json)", dir.display())
+        }
+        std::io::ErrorKind::NotFound => {
+            format!("{}: not a run directory (no such directory)", dir.display())
+        }
+        _ => crate::results::rundir::describe(&path, &e),
+    })?;
+    let at = |e: serde_json::Error| {
         format!(
             "{}: line {}, column {}: {e}",
             path.display(),
             e.line(),
             e.column()
         )
-    })
+    };
+    // The version first, so that a manifest of another version is named as such rather than
+    // as a field this version does not know.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        manifest_version: u32,
+    }
+    let v: Version = serde_json::from_str(&text).map_err(at)?;
+    if !READABLE_VERSIONS.contains(&v.manifest_version) {
+        return Err(format!(
+            "{}: manifest_version {} is not one this rocsweep ({}) reads (it reads {}); use the rocsweep that wrote it",
+            path.display(),
+            v.manifest_version,
+            env!("CARGO_PKG_VERSION"),
+            READABLE_VERSIONS
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    serde_json::from_str(&text).map_err(at)
 }

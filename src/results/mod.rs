@@ -1,5 +1,6 @@
 //! The run directory: results.csv (one row per unit), manifest.json, and the summary.
 
+pub mod atomic;
 pub mod csv;
 pub mod manifest;
 pub mod rundata;

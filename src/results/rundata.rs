@@ -88,8 +88,9 @@ impl RunData {
         }
         let manifest = manifest::read(dir).map_err(CmdError::BadInput)?;
         let path = dir.join("results.csv");
-        let mut rdr = csv::Reader::from_path(&path)
-            .map_err(|e| CmdError::BadInput(format!("{}: {e}", path.display())))?;
+        let file = super::rundir::open_file(&path)
+            .map_err(|e| CmdError::BadInput(super::rundir::describe(&path, &e)))?;
+        let mut rdr = csv::Reader::from_reader(file);
         let (header, fixed) = read_header(&mut rdr, &path)?;
         let param_names: Vec<String> = header[fixed.len()..].to_vec();
         let mut rows = Vec::new();

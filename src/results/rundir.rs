@@ -14,6 +14,79 @@ pub enum RunDirError {
     Current(PathBuf),
 }
 
+/// Opens a file of a run directory for reading. Only a regular file inside the directory is
+/// opened: a FIFO would block every reader forever in open(2), a device or socket is not a
+/// run's file, and a symlink that leads outside the directory is not the run's. The open
+/// itself never blocks (O_NONBLOCK, then fstat). A missing file is `NotFound`, as from
+/// `File::open`; anything refused is `InvalidInput` naming the path and what it is.
+pub fn open_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let refused = |what: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}; a run directory's files are regular files"),
+        )
+    };
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_symlink() {
+        let target = std::fs::canonicalize(path)?;
+        let dir = path
+            .parent()
+            .map(std::fs::canonicalize)
+            .transpose()?
+            .unwrap_or_default();
+        if !target.starts_with(&dir) {
+            return Err(refused(format!(
+                "{} is a symlink to {}, outside the run directory",
+                path.display(),
+                target.display()
+            )));
+        }
+    }
+    let f = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let t = f.metadata()?.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else if t.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(refused(format!("{} is {what}", path.display())));
+    }
+    Ok(f)
+}
+
+/// An error of [`open_file`] or a read after it, as a message that names `path` once.
+pub fn describe(path: &Path, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::InvalidInput => e.to_string(),
+        _ => format!("{}: {e}", path.display()),
+    }
+}
+
+/// The bytes of a run directory's file (see [`open_file`]).
+pub fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    open_file(path)?.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// The text of a run directory's file (see [`open_file`]).
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_file(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The default location for a sweep named `name`, stamped with the UTC time.
 pub fn default_path(name: &str, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
     Path::new("reports")

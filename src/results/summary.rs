@@ -17,6 +17,9 @@ pub struct Summary {
     pub counts: BTreeMap<Status, u64>,
     pub failures: Vec<FailureLine>,
     pub failures_total: u64,
+    /// Ok trials of units that have no row yet, kept in the journal this session (a resume
+    /// goes on from them).
+    pub trials_kept: std::collections::HashMap<String, u64>,
 }
 
 /// Failures beyond this many are counted but not listed.
@@ -80,6 +83,14 @@ impl Summary {
                     self.total(),
                     self.counts_line()
                 );
+                let kept: u64 = self.trials_kept.values().sum();
+                if kept > 0 {
+                    let _ = writeln!(
+                        s,
+                        "trials: {kept} kept for {} units not yet done (a resume goes on from them)",
+                        self.trials_kept.len()
+                    );
+                }
             }
             None => {
                 let _ = writeln!(s, "units: {} ({})", self.total(), self.counts_line());

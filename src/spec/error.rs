@@ -73,11 +73,52 @@ impl SpecError {
     /// `sweep.toml:4:9: message`, or for an argument `--axis c_in=abc: message` (no invented
     /// file name or line for text the user typed on the command line).
     fn headline(&self) -> String {
-        if self.is_argument() {
+        if self.is_long_argument() {
+            format!("{}:1:{}: {}", self.file, self.arg_column(), self.message)
+        } else if self.is_argument() {
             format!("{} {}: {}", self.file, self.src.inner(), self.message)
         } else {
             format!("{}:{}:{}: {}", self.file, self.line, self.col, self.message)
         }
+    }
+
+    /// An argument too long to repeat whole: named by its column, shown cut around the error.
+    fn is_long_argument(&self) -> bool {
+        self.is_argument() && self.src.inner().chars().count() > MAX_SHOWN_ARGUMENT
+    }
+
+    /// The 1-based column (in characters) of the error in a command-line argument.
+    fn arg_column(&self) -> usize {
+        let text = self.src.inner();
+        let at = self.span.offset().min(text.len());
+        text.get(..at).map_or(0, |t| t.chars().count()) + 1
+    }
+
+    /// `  --axis:1:75 …1,1,1,xxxx…` with carets under the error: [`ARGUMENT_CONTEXT`]
+    /// characters either side of it.
+    fn cut_argument_excerpt(&self) -> String {
+        let chars: Vec<char> = self.src.inner().chars().collect();
+        let at = self.arg_column() - 1;
+        let width = self.snippet().chars().count().clamp(1, ARGUMENT_CONTEXT);
+        let from = at.saturating_sub(ARGUMENT_CONTEXT);
+        let to = (at + width + ARGUMENT_CONTEXT).min(chars.len());
+        let mut shown: String = if from > 0 {
+            "…".into()
+        } else {
+            String::new()
+        };
+        let lead = shown.chars().count() + (at - from);
+        shown.extend(&chars[from..to]);
+        if to < chars.len() {
+            shown.push('…');
+        }
+        let label = format!("{}:1:{}", self.file, at + 1);
+        let pad = " ".repeat(label.chars().count() + 1 + lead);
+        let mut out = format!("  {label} {shown}\n  {pad}{}", "^".repeat(width));
+        if let Some(help) = &self.help {
+            out.push_str(&format!("\n  help: {help}"));
+        }
+        out
     }
 
     /// The whole text the error points into (a sweep file's, or a command-line argument).
@@ -113,6 +154,9 @@ impl SpecError {
             .get(at..)
             .and_then(|t| t.find('\n'))
             .map_or(text.len(), |i| at + i);
+        if self.is_long_argument() {
+            return format!("error: {self}\n{}", self.cut_argument_excerpt());
+        }
         if line_end - line_start > MAX_SHOWN_LINE {
             let snippet: String = self.snippet().chars().take(80).collect();
             return format!(
@@ -182,6 +226,12 @@ impl SpecError {
         out
     }
 }
+
+/// A command-line argument longer than this (in characters) is not repeated whole: its error
+/// names `--axis:1:COLUMN` and shows the text around the error.
+pub const MAX_SHOWN_ARGUMENT: usize = 120;
+/// Characters shown either side of the error in a long argument.
+const ARGUMENT_CONTEXT: usize = 30;
 
 /// Lines longer than this are not echoed in an error report.
 pub const MAX_SHOWN_LINE: usize = 1000;
