@@ -107,8 +107,8 @@ impl Journal {
 /// What a journal says about a run so far.
 #[derive(Debug, Default)]
 pub struct State {
-    /// Finished units and their CSV rows.
-    pub finished: HashMap<String, Vec<String>>,
+    /// Finished units and their CSV rows (compact: a resume of 10^5 units holds them all).
+    pub finished: HashMap<String, crate::results::csv::CompactRow>,
     /// Units started and never finished, with the last phase seen.
     pub unfinished: HashMap<String, String>,
     /// Ok trials of units not yet finished: (trial, outcome).
@@ -167,7 +167,8 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
             Ok(Record::Finished { unit, row, .. }) => {
                 st.unfinished.remove(&unit);
                 st.trials.remove(&unit);
-                st.finished.insert(unit.clone(), row);
+                st.finished
+                    .insert(unit, crate::results::csv::CompactRow::new(&row));
             }
             Err(_) => st.unreadable += 1,
         }
@@ -201,7 +202,10 @@ mod tests {
             w.unwrap_or_else(|e| panic!("write: {e}"));
         }
         let st = read(dir.path()).unwrap_or_else(|e| panic!("read: {e}"));
-        assert_eq!(st.finished.get("done"), Some(&row));
+        assert_eq!(
+            st.finished.get("done").map(|r| r.fields()),
+            Some(row.clone())
+        );
         assert_eq!(
             st.unfinished.get("hung").map(String::as_str),
             Some("compile")

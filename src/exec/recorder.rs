@@ -321,7 +321,11 @@ mod tests {
 
         // The journal says started, trial, finished (with the row), in that order.
         let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
-        let row = st.finished.get("u1").cloned().unwrap_or_default();
+        let row = st
+            .finished
+            .get("u1")
+            .map(|r| r.fields())
+            .unwrap_or_default();
         assert_eq!(row.first().map(String::as_str), Some("u1"));
         // results.csv holds the same row under its header.
         let (header, rows) = crate::results::csv::read(&dir.path().join("results.csv"))
@@ -353,7 +357,7 @@ mod tests {
             let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
             r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
             let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
-            let row = st.finished.get(id).cloned().unwrap_or_default();
+            let row = st.finished.get(id).map(|r| r.fields()).unwrap_or_default();
             assert!(row.iter().any(|c| c == want), "{id}: {row:?}");
             assert!(row.iter().any(|c| c == "0"), "device_index: {row:?}");
         }

@@ -10,7 +10,7 @@
 use super::journal::{self, State};
 use super::strategy::Measured;
 use crate::op::OpKind;
-use crate::results::csv::{self as rcsv, OPTIONAL_COLUMNS};
+use crate::results::csv::{self as rcsv, CompactRow, OPTIONAL_COLUMNS};
 use crate::results::status::Status;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -21,7 +21,7 @@ pub struct Resume {
     /// results.csv's header as found (an earlier version's layout, or this one's).
     pub old_header: Vec<String>,
     /// One row per unit, in this version's layout, in the order they were written.
-    pub rows: Vec<Vec<String>>,
+    pub rows: Vec<CompactRow>,
     /// Units whose rows were taken out to run again (skipped, inferred, and interrupted when
     /// asked).
     pub retry: HashSet<String>,
@@ -78,10 +78,12 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
     let (old_header, records) = read_records(&bytes[..whole], op)
         .map_err(|what| format!("{}: {what}; nothing was changed", csv_path.display()))?;
     let mut notes = Vec::new();
-    if whole != bytes.len() {
+    let (torn, empty) = (whole != bytes.len(), bytes.is_empty());
+    drop(bytes);
+    if torn {
         notes.push("cut a torn last line of results.csv".into());
     }
-    let journal = journal::read(dir)
+    let mut journal = journal::read(dir)
         .map_err(|e| crate::results::rundir::describe(&dir.join(journal::FILE), &e))?;
     if journal.unreadable > 0 {
         notes.push(format!(
@@ -90,22 +92,21 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
             journal::FILE
         ));
     }
-    let (mut rows, fixes) = reconcile(op, &old_header, &records, &journal);
+    let (mut rows, fixes) = reconcile(op, &old_header, records, &journal);
+    // Every finished row is in `rows` now; the journal's copies are not needed again.
+    journal.finished = HashMap::new();
     notes.extend(fixes.notes());
     let current = rcsv::header(op);
     let mut retry_ids = HashSet::new();
-    rows.retain(|r| {
-        let again = rcsv::status_of(&current, r).is_some_and(|s| retry.contains(&s));
-        if again {
-            retry_ids.insert(r[0].clone());
+    rows.retain(|compact| {
+        let r = compact.fields();
+        let again = rcsv::status_of(&current, &r).is_some_and(|s| retry.contains(&s));
+        if again && let Some(id) = r.first() {
+            retry_ids.insert(id.clone());
         }
         !again
     });
-    let rewrite = old_header != current
-        || whole != bytes.len()
-        || fixes.any()
-        || !retry_ids.is_empty()
-        || bytes.is_empty();
+    let rewrite = old_header != current || torn || fixes.any() || !retry_ids.is_empty() || empty;
     Ok(Resume {
         old_header,
         rows,
@@ -119,7 +120,7 @@ pub fn read(dir: &Path, op: OpKind, retry: &[Status]) -> Result<Resume, String> 
 /// The header and records of results.csv's whole lines (an empty file has this version's
 /// header and no records). A record that does not parse is kept empty, to be dropped or
 /// replaced like a short one.
-fn read_records(bytes: &[u8], op: OpKind) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+fn read_records(bytes: &[u8], op: OpKind) -> Result<(Vec<String>, Vec<CompactRow>), String> {
     if bytes.is_empty() {
         return Ok((rcsv::header(op), Vec::new()));
     }
@@ -149,6 +150,7 @@ fn read_records(bytes: &[u8], op: OpKind) -> Result<(Vec<String>, Vec<Vec<String
                 .unwrap_or_default(),
             Err(_) => Vec::new(),
         })
+        .map(|fields| CompactRow::new(&fields))
         .collect();
     Ok((header, records))
 }
@@ -191,26 +193,26 @@ impl Fixes {
 /// One row per unit in this version's layout: results.csv's rows in their order, each replaced
 /// by the journal's record where they disagree or the row is damaged, then the journal's rows
 /// that results.csv lost (by unit id). The journal is the durable record: its row was fsynced
-/// before the CSV's was written.
+/// before the CSV's was written. Rows are held compact (one CSV line each) and decoded one at a
+/// time, so a resume's memory stays near the run's own.
 fn reconcile(
     op: OpKind,
     old_header: &[String],
-    records: &[Vec<String>],
+    records: Vec<CompactRow>,
     journal: &State,
-) -> (Vec<Vec<String>>, Fixes) {
+) -> (Vec<CompactRow>, Fixes) {
     let current = rcsv::header(op);
-    // The journal's rows, in this layout (it writes rows in the layout of its time).
-    let mut from_journal: HashMap<&str, Vec<String>> = HashMap::new();
-    for (id, row) in &journal.finished {
-        let row = rcsv::upgrade_journal_row(op, old_header, row);
-        if let Some(r) = valid_row(op, &current, &row) {
-            from_journal.insert(id.as_str(), r);
-        }
-    }
+    // The journal's row for a unit, in this layout (it writes rows in the layout of its time).
+    let from_journal = |id: &str| -> Option<Vec<String>> {
+        let row = journal.finished.get(id)?.fields();
+        let row = rcsv::upgrade_journal_row(op, old_header, &row);
+        valid_row(op, &current, &row)
+    };
     let mut fixes = Fixes::default();
-    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut rows: Vec<CompactRow> = Vec::with_capacity(records.len());
     let mut seen: HashSet<String> = HashSet::new();
-    for rec in records {
+    for compact in records {
+        let rec = compact.fields();
         // unit_id is the first column in every layout.
         let Some(id) = rec.first().filter(|s| !s.is_empty()) else {
             fixes.dropped += 1;
@@ -220,19 +222,18 @@ fn reconcile(
             fixes.dropped += 1;
             continue;
         }
-        let row = match (
-            from_journal.get(id.as_str()),
-            valid_row(op, old_header, rec),
-        ) {
-            (Some(j), Some(c)) if *j != c => {
+        let row = match (from_journal(id), valid_row(op, old_header, &rec)) {
+            (Some(j), Some(c)) if j != c => {
                 fixes.replaced += 1;
-                j.clone()
+                CompactRow::new(&j)
             }
             (Some(j), None) => {
                 fixes.replaced += 1;
-                j.clone()
+                CompactRow::new(&j)
             }
-            (_, Some(c)) => c,
+            // The row as it was read when nothing in it changed (the common case).
+            (_, Some(c)) if c == rec => compact,
+            (_, Some(c)) => CompactRow::new(&c),
             (None, None) => {
                 fixes.dropped += 1;
                 continue;
@@ -248,8 +249,8 @@ fn reconcile(
         .collect();
     missing.sort();
     for id in missing {
-        if let Some(r) = from_journal.get(id.as_str()) {
-            rows.push(r.clone());
+        if let Some(r) = from_journal(id) {
+            rows.push(CompactRow::new(&r));
             fixes.restored += 1;
         }
     }
@@ -258,7 +259,10 @@ fn reconcile(
 
 impl Resume {
     pub fn ids(&self) -> HashSet<String> {
-        self.rows.iter().map(|r| r[0].clone()).collect()
+        self.rows
+            .iter()
+            .filter_map(|r| r.fields().into_iter().next())
+            .collect()
     }
 
     /// What each kept row says (status and phase) by unit id: where a strategy's search
@@ -269,7 +273,8 @@ impl Resume {
         self.rows
             .iter()
             .filter_map(|r| {
-                let status = rcsv::status_of(&header, r)?;
+                let r = r.fields();
+                let status = rcsv::status_of(&header, &r)?;
                 let phase = phase.and_then(|i| r.get(i)).cloned().unwrap_or_default();
                 Some((r[0].clone(), Measured { status, phase }))
             })
@@ -279,7 +284,7 @@ impl Resume {
     /// Writes results.csv as reconciled (atomically), when it differs from the file.
     pub fn write(&self, dir: &Path, op: OpKind) -> std::io::Result<()> {
         if self.rewrite {
-            rcsv::rewrite_all(&dir.join("results.csv"), &rcsv::header(op), &self.rows)?;
+            rcsv::rewrite_compact(&dir.join("results.csv"), &rcsv::header(op), &self.rows)?;
         }
         Ok(())
     }
@@ -338,9 +343,10 @@ mod tests {
         let body = line(&row("a", Status::Ok)) + &line(&damaged_b) + "c,torn";
         let dir = run_dir(&body);
         let r = read(dir.path(), OpKind::Gemm, &[]).unwrap_or_else(|e| panic!("{e}"));
-        let ids: Vec<&str> = r.rows.iter().map(|r| r[0].as_str()).collect();
+        let rows: Vec<Vec<String>> = r.rows.iter().map(CompactRow::fields).collect();
+        let ids: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
-        assert_eq!(r.rows[1], row("b", Status::Hang));
+        assert_eq!(rows[1], row("b", Status::Hang));
         assert!(r.rewrite);
         let notes = r.notes.join("\n");
         assert!(notes.contains("cut a torn last line"), "{notes}");

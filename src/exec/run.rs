@@ -467,11 +467,12 @@ fn finish(
 }
 
 /// Counts the rows an earlier session wrote (already read and reconciled by resume.rs).
-fn count_existing(header: &[String], rows: &[Vec<String>], summary: &mut Summary) {
+fn count_existing(header: &[String], rows: &[rcsv::CompactRow], summary: &mut Summary) {
     let id = header.iter().position(|h| h == "unit_id");
     let err = header.iter().position(|h| h == "error");
     for r in rows {
-        if let Some(st) = rcsv::status_of(header, r) {
+        let r = r.fields();
+        if let Some(st) = rcsv::status_of(header, &r) {
             let uid = id.and_then(|i| r.get(i)).cloned().unwrap_or_default();
             let detail = err.and_then(|i| r.get(i)).cloned().unwrap_or_default();
             summary.add(st, &uid, || "(earlier session)".into(), &detail);
