@@ -635,3 +635,44 @@ fn a_report_on_a_full_disk_leaves_no_truncated_image_and_no_temporary_file() {
         }
     }
 }
+
+#[test]
+fn runs_started_together_without_out_each_get_their_own_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "");
+    let children: Vec<_> = (0..3)
+        .map(|_| {
+            bin()
+                .args(["run", "--trials", "1", "--quiet", "--no-report"])
+                .arg(&s)
+                .current_dir(tmp.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let runs: Vec<_> = std::fs::read_dir(tmp.path().join("reports/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    for r in runs {
+        assert_eq!(rows(&r).len(), 5, "{}", r.display());
+    }
+}
+
+#[test]
+fn a_missing_sweep_file_is_named_without_an_invented_line_and_column() {
+    let o = bin().args(["run", "/no/such/sweep.toml"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: /no/such/sweep.toml: cannot read sweep file"),
+        "{err}"
+    );
+}

@@ -61,7 +61,7 @@ fn interrupts() -> Arc<AtomicUsize> {
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
-    let s = Setup::new(opts)?;
+    let mut s = Setup::new(opts)?;
     if opts.dry_run {
         return super::dry_run::print(&s.sweep, &s.combos, s.shard);
     }
@@ -96,7 +96,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
-    target.publish(&s, &man, &mut slots)?;
+    target.publish(&mut s, &man, &mut slots, opts.out.is_some())?;
     create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
     let ended = execute(
@@ -290,7 +290,13 @@ impl Target {
 
     /// Writes strategy.json, the manifest and (for a new run) results.csv's header, then
     /// renames a new run into place and takes its lock.
-    fn publish(&mut self, s: &Setup, man: &Manifest, slots: &mut [Slot]) -> Result<(), CmdError> {
+    fn publish(
+        &mut self,
+        s: &mut Setup,
+        man: &Manifest,
+        slots: &mut [Slot],
+        out_given: bool,
+    ) -> Result<(), CmdError> {
         if let Some(plan) = s.strategy.as_ref().filter(|_| !s.resuming()) {
             super::strategy_plan::record(&self.work_dir, plan)
                 .map_err(|e| io(s, "writing strategy.json", e))?;
@@ -301,7 +307,15 @@ impl Target {
         };
         ResultsWriter::create(&self.work_dir.join("results.csv"), s.sweep.op)
             .map_err(|e| io(s, "creating results.csv", e))?;
-        if let Err(e) = staging.publish() {
+        let mut published = staging.publish();
+        // Without --out the name comes from the clock: a run that published the same name in
+        // the same second leaves this one the next free name.
+        while published.is_err() && !out_given && rundir::check_free(&s.dir).is_err() {
+            s.dir = rundir::fresh(&s.dir);
+            staging.retarget(&s.dir);
+            published = staging.publish();
+        }
+        if let Err(e) = published {
             for slot in slots.iter_mut() {
                 slot.sup.shutdown();
             }

@@ -274,10 +274,13 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     };
     let dir = opts.out.clone().unwrap_or_else(|| {
         let d = rundir::default_path(&sweep.name, chrono::Utc::now());
-        match shard.as_ref().and_then(|s| s.shard().ok()) {
+        let d = match shard.as_ref().and_then(|s| s.shard().ok()) {
             Some(s) => PathBuf::from(format!("{}{}", d.display(), s.suffix())),
             None => d,
-        }
+        };
+        // Named by the clock to the second: a run started in the same second as another
+        // (or beside a directory of that name) takes the next free `-2`, `-3`, ...
+        rundir::fresh(&d)
     });
     Ok(Prepared {
         sweep,

@@ -94,6 +94,17 @@ pub fn default_path(name: &str, now: chrono::DateTime<chrono::Utc>) -> PathBuf {
         .join(format!("{name}-{}", now.format("%Y%m%dT%H%M%SZ")))
 }
 
+/// `dir`, or where it exists, the first of `dir-2`, `dir-3`, ... that does not.
+pub fn fresh(dir: &Path) -> PathBuf {
+    let mut candidate = dir.to_path_buf();
+    let mut n = 2;
+    while std::fs::symlink_metadata(&candidate).is_ok() && n < 10_000 {
+        candidate = PathBuf::from(format!("{}-{n}", dir.display()));
+        n += 1;
+    }
+    candidate
+}
+
 /// Checks that `dir` can hold a new run without creating anything (bad input must leave no trace).
 pub fn check_free(dir: &Path) -> Result<(), RunDirError> {
     // The run is assembled beside `dir` and renamed onto it: the current directory would be
@@ -164,6 +175,12 @@ impl Staging {
             created,
             published: false,
         })
+    }
+
+    /// Names another place for the run (`fresh`'s pick after a collision); publish moves it
+    /// there.
+    pub fn retarget(&mut self, dir: &Path) {
+        self.target = dir.to_path_buf();
     }
 
     /// Moves the staged run into place. The target may exist only as an empty directory (a

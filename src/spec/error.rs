@@ -77,6 +77,9 @@ impl SpecError {
             format!("{}:1:{}: {}", self.file, self.arg_column(), self.message)
         } else if self.is_argument() {
             format!("{} {}: {}", self.file, self.src.inner(), self.message)
+        } else if self.src.inner().is_empty() {
+            // A file that could not be read at all: no line or column to name.
+            format!("{}: {}", self.file, self.message)
         } else {
             format!("{}:{}:{}: {}", self.file, self.line, self.col, self.message)
         }
