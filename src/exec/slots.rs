@@ -155,7 +155,7 @@ impl Supervisors<'_> {
 /// combination whose own environment keeps its worker from starting is that combination's
 /// failure (its units say so when they come), not the run's. The first combination's error
 /// when none starts; a worker process that cannot be started at all is not tried further.
-fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Outcome> {
+fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Box<Outcome>> {
     let mut first_err = None;
     for env in envs {
         match sup.start(*env) {
@@ -170,7 +170,9 @@ fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Outcome>
             }
         }
     }
-    Err(first_err.unwrap_or_else(|| Outcome::failed(Status::Error, "init", "no env combination")))
+    Err(Box::new(first_err.unwrap_or_else(|| {
+        Outcome::failed(Status::Error, "init", "no env combination")
+    })))
 }
 
 /// A backend that answered and cannot run here is bad input (exit 2, as a missing library
