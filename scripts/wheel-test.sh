@@ -61,10 +61,15 @@ if [ -z "$wheel" ]; then
 
     out=${WHEEL_OUT:-$work/dist}
     mkdir -p "$out"
-    step "maturin build --release --zig --compatibility manylinux_2_28 (target dir $CARGO_TARGET_DIR)"
+    # From a checkout, Cargo.lock must be used as it is. An unpacked sdist (it has PKG-INFO) has
+    # no workspace, and its Cargo.lock still lists the member maturin left out (tests/fake-rocm):
+    # cargo drops those entries and changes no version.
+    locked=--locked
+    [ -f PKG-INFO ] && locked=""
+    step "maturin build --release ${locked:+$locked }--zig --compatibility manylinux_2_28 (target dir $CARGO_TARGET_DIR)"
     start=$(date +%s)
     # maturin finds zig through the tools venv's python (python -m ziglang).
-    PATH="$work/tools/bin:$PATH" maturin build --release --locked --zig \
+    PATH="$work/tools/bin:$PATH" maturin build --release $locked --zig \
         --compatibility manylinux_2_28 --out "$out" \
         || fail "maturin build failed"
     echo "wheel-test: built in $(($(date +%s) - start)) s"
