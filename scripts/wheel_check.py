@@ -80,7 +80,12 @@ def main(argv):
         if version and file_version != version:
             problems.append(f"file name says version {file_version}, Cargo.toml {version}")
 
-    with zipfile.ZipFile(path) as z:
+    try:
+        z = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as e:
+        print(f"problem: cannot open {path} as a wheel: {e}", file=sys.stderr)
+        return 1
+    with z:
         names = z.namelist()
         info = [n for n in names if re.fullmatch(r"rocsweep-[^/]+\.dist-info/[^/]+", n)]
         dist_info = {n.split("/", 1)[1]: n for n in info}
@@ -96,6 +101,11 @@ def main(argv):
                 problems.append("WHEEL names no Tag")
             for t in tags:
                 check_tag(t, problems)
+            if file_tag:
+                py, abi, plats = file_tag.split("-")
+                named = {f"{py}-{abi}-{p}" for p in plats.split(".")}
+                if named != set(tags):
+                    problems.append(f"file name's tags {sorted(named)} are not WHEEL's {tags}")
             if "Root-Is-Purelib: false" not in wheel:
                 problems.append("WHEEL does not say Root-Is-Purelib: false")
         if "METADATA" in dist_info:
@@ -116,6 +126,11 @@ def main(argv):
             elf = z.read(exe[0])
             if elf[:4] != b"\x7fELF":
                 problems.append(f"{exe[0]} is not an ELF executable")
+            machine = {62: "x86_64", 183: "aarch64"}.get(int.from_bytes(elf[18:20], "little"))
+            for t in tags:
+                g = platform_glibc(t.split("-")[-1])
+                if g and g[2] != machine:
+                    problems.append(f"{exe[0]} is for {machine or 'another machine'}, tag {t}")
             glibc = glibc_needed(elf)
             if glibc and glibc > MAX_GLIBC:
                 problems.append(f"{exe[0]} needs glibc {glibc[0]}.{glibc[1]}, newer than 2.28")
