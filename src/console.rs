@@ -4,9 +4,9 @@
 //! goes through here instead:
 //! - progress and notes ([`say`], [`note`]): a stream that fails is marked gone and is not
 //!   written again; the caller goes on (a run's results never depend on its terminal);
-//! - a command's product ([`product`]: `list-ops`, `repro`, `report`'s file list, ...): a
-//!   failed write is returned, so the command exits 1 with a message on stderr instead of
-//!   claiming a success nobody could read.
+//! - a command's product (`list-ops`, `repro`, `report`'s file list, ...) goes through [`say`]
+//!   too, and `main` exits 1 with a message on stderr when stdout went away ([`stdout_gone`])
+//!   instead of claiming a success nobody could read (`run` and `merge` keep their exit code).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,12 +33,6 @@ pub fn say(text: &str) {
 /// A note, warning or error on stderr; dropped when stderr cannot be written.
 pub fn note(text: &str) {
     let _ = write_to(&STDERR_GONE, text, &mut std::io::stderr().lock());
-}
-
-/// A command's output on stdout: the error when it could not all be written.
-pub fn product(text: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes()).and_then(|()| out.flush())
 }
 
 /// Whether stdout failed once (progress after that is dropped).

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// Reads (of up to 8 KiB) of what a worker wrote before it ended; a helper it forked that
+/// keeps writing to the pipe is not followed further.
+const DRAIN_READS: usize = 128;
+
 /// How often `recv` asks whether the worker ended, where the kernel has no pidfds.
 const EXIT_POLL: Duration = Duration::from_millis(50);
 
@@ -50,6 +54,9 @@ pub struct WorkerHandle {
     /// process itself, not from its pipe, which a forked helper can hold open after the worker
     /// died. None where the kernel has no pidfds (before 5.3): then `recv` polls `try_wait`.
     pidfd: Option<std::os::fd::OwnedFd>,
+    /// Set once the group got its SIGKILL after the worker ended: never sent twice, so a pid
+    /// reused later is not signalled.
+    group_killed: bool,
     pub pid: u32,
     pub log: PathBuf,
 }
@@ -109,7 +116,13 @@ impl WorkerHandle {
         env: &[(String, String)],
         log: &Path,
     ) -> std::io::Result<WorkerHandle> {
-        let log_file = File::options().create(true).append(true).open(log)?;
+        let log_file = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| {
+                std::io::Error::other(format!("cannot open its log {}: {e}", log.display()))
+            })?;
         let mut cmd = Command::new(&spec.exe);
         cmd.arg("worker")
             .arg("--backend")
@@ -138,6 +151,7 @@ impl WorkerHandle {
             .ok_or_else(|| std::io::Error::other("worker has no stdout"))?;
         Ok(WorkerHandle {
             pidfd: pidfd_open(child.id()),
+            group_killed: false,
             pid: child.id(),
             stdin: child.stdin.take(),
             child,
@@ -185,8 +199,9 @@ impl WorkerHandle {
                 Readable::Exited => {
                     // What the worker wrote before it ended is in the pipe: read it all, then
                     // it is closed, even if a helper it forked still holds the write end.
-                    while let Readable::Data = self.poll_fds(0) {
-                        if !self.read_some() {
+                    // Bounded: a helper that keeps writing must not keep this reading.
+                    for _ in 0..DRAIN_READS {
+                        if !matches!(self.poll_fds(0), Readable::Data) || !self.read_some() {
                             break;
                         }
                     }
@@ -268,9 +283,14 @@ impl WorkerHandle {
 
     /// SIGKILL to what is left of the worker's process group once the worker has ended: the
     /// helpers a library forked (compilers, ...) must not outlive their worker.
-    pub fn kill_group(&self) {
+    pub fn kill_group(&mut self) {
+        if self.group_killed {
+            return;
+        }
+        self.group_killed = true;
         // SAFETY: signalling our own child's process group (pgid == child pid via
-        // process_group(0)); the group lives on while any member does.
+        // process_group(0)), right after the worker ended: the pgid stays taken while any
+        // member (a helper) lives, so it names only this worker's group.
         unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
     }
 

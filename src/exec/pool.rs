@@ -512,9 +512,12 @@ pub fn list_solvers(
     spawn_failed(&mut slot.sup)?;
     Ok(match listed {
         Ok(s) => {
-            lock(shared).emit(&Event::Expanded {
-                solvers: s.len() as u64,
-            })?;
+            // Listed again in every pass; the progress grows once.
+            if env.trial == 1 {
+                lock(shared).emit(&Event::Expanded {
+                    solvers: s.len() as u64,
+                })?;
+            }
             Listing::Solvers(s)
         }
         Err(out) => Listing::Failed(Box::new(out)),

@@ -151,11 +151,16 @@ impl Progress {
         self.redraw();
     }
 
-    /// A `solver = "all"` unit turned out to be `n` units.
+    /// A `solver = "all"` unit turned out to be `n` units (none: it is not a unit at all).
     pub fn expand_one(&mut self, n: u64) {
-        let more = n.saturating_sub(1);
-        self.units_total += more;
-        self.steps_total += more * u64::from(self.trials);
+        let trials = u64::from(self.trials);
+        if n == 0 {
+            self.units_total = self.units_total.saturating_sub(1).max(self.units_done);
+            self.steps_total = self.steps_total.saturating_sub(trials);
+        } else {
+            self.units_total += n - 1;
+            self.steps_total += (n - 1) * trials;
+        }
         self.redraw();
     }
 

@@ -87,7 +87,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         setup::check_resume_writable(&s.dir)?;
     }
     let Workers {
-        spec,
+        mut spec,
         mut slots,
         info,
         devices,
@@ -96,7 +96,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
+    let named = s.dir.clone();
     target.publish(&mut s, &man, &mut slots, opts.out.is_some())?;
+    if s.dir != named {
+        // Published under the next free name: the caches live in this run's directory, and
+        // a worker started with the old name's caches is replaced.
+        spec.cache_root = spec.cache_root.as_ref().map(|_| s.dir.join("caches"));
+        for slot in &mut slots {
+            slot.sup.set_cache_root(spec.cache_root.clone());
+        }
+    }
     create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
     let ended = execute(

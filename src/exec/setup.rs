@@ -358,13 +358,24 @@ pub fn check_resume_writable(dir: &Path) -> Result<(), CmdError> {
             dir.display()
         ))
     };
+    // Every file is replaced through a temporary file in the directory itself.
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
+        .map_err(|e| fail(e.to_string()))?;
+    // SAFETY: a NUL-terminated path; access(2) only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(fail(format!("the directory cannot be written: {e}")));
+    }
     let mut need = RESUME_MARGIN;
     for name in ["manifest.json", "results.csv", "journal.ndjson", "run.lock"] {
         let path = dir.join(name);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };
-        need += meta.len();
+        // The journal is appended to, never copied; the others may be rewritten whole.
+        if name != "journal.ndjson" {
+            need += meta.len();
+        }
         File::options()
             .write(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -374,7 +385,7 @@ pub fn check_resume_writable(dir: &Path) -> Result<(), CmdError> {
     let free = free_bytes(dir).map_err(|e| fail(format!("cannot read its free space: {e}")))?;
     if free < need {
         return Err(fail(format!(
-            "its filesystem has {free} bytes free and the resume needs about {need} (a new manifest, a rewritten results.csv, the journal)"
+            "its filesystem has {free} bytes free and the resume needs about {need} (a new manifest, a rewritten results.csv and room for the journal)"
         )));
     }
     Ok(())

@@ -162,9 +162,8 @@ fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Box<Outc
             Ok(info) => return Ok(info),
             Err(o) => {
                 let spawn = sup.take_spawn_error().is_some();
-                let answered = sup.info.as_ref().is_some_and(|i| !i.available);
                 first_err.get_or_insert(o);
-                if spawn || answered {
+                if spawn {
                     break;
                 }
             }

@@ -360,8 +360,12 @@ impl Supervisor {
     /// Ok when the device answered correctly, else the last failure (its phase says whether
     /// the worker even started).
     pub fn health_probe(&mut self, env: Env) -> Result<(), Box<Outcome>> {
+        self.probe_tries(env, PROBE_TRIES)
+    }
+
+    fn probe_tries(&mut self, env: Env, tries: u32) -> Result<(), Box<Outcome>> {
         let mut last = Outcome::failed(Status::Error, "init", "not probed");
-        for _ in 0..PROBE_TRIES {
+        for _ in 0..tries {
             self.discard();
             if self.interrupts.load(Ordering::SeqCst) >= 2 {
                 return Err(Box::new(last));
@@ -380,16 +384,18 @@ impl Supervisor {
     }
 
     /// After a hang or crash in `env`: is the device healthy? The probe runs in the
-    /// combination's own environment first. When the worker cannot even start there, it runs in
-    /// each other combination's (`others`: their variables by index): the device answering in
-    /// one of them means the combination's environment, not the device, keeps the worker from
-    /// starting.
+    /// combination's own environment first. When the worker dies there before it is ready (a
+    /// crash or an error in `init`, not a hang, which is the device's mark), one probe runs in
+    /// each other combination's environment (`others`: their variables by index); if the device
+    /// answers in one, the own environment is tried once more (a device that was recovering
+    /// is not blamed on the combination), and only when that fails in `init` again is the
+    /// combination's environment the cause.
     pub fn check_health(&mut self, env: Env, others: &[&[(String, String)]]) -> Health {
         let failed = match self.health_probe(env) {
             Ok(()) => return Health::Healthy,
             Err(o) => o,
         };
-        if failed.phase != "init" {
+        if failed.phase != "init" || failed.status == Status::Hang {
             return Health::Unhealthy;
         }
         for (index, vars) in others.iter().enumerate() {
@@ -401,11 +407,24 @@ impl Supervisor {
                 trial: env.trial,
                 vars,
             };
-            if self.health_probe(other).is_ok() {
-                return Health::CannotStart(failed.error);
+            if self.probe_tries(other, 1).is_ok() {
+                return match self.probe_tries(env, 1) {
+                    Ok(()) => Health::Healthy,
+                    Err(again) if again.phase == "init" && again.status != Status::Hang => {
+                        Health::CannotStart(failed.error)
+                    }
+                    Err(_) => Health::Unhealthy,
+                };
             }
         }
         Health::Unhealthy
+    }
+
+    /// Where its workers' per-combination caches go from now on; a running worker (started
+    /// with the old place in its environment) is ended.
+    pub fn set_cache_root(&mut self, root: Option<PathBuf>) {
+        self.spec.cache_root = root;
+        self.shutdown();
     }
 
     /// The run directory was renamed into place: worker logs now live under `logs`.
