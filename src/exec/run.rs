@@ -244,6 +244,10 @@ impl Target {
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, first)?;
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
+        // ROCm says which tree its workers use (and any mix of trees they found) first thing.
+        if let Some(line) = crate::backend::rocm::provenance::first_line(&info.versions) {
+            eprintln!("{line}");
+        }
         if let Some(note) = &info.picked {
             eprintln!("note: {note}");
         }
