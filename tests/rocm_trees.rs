@@ -133,6 +133,23 @@ fn the_fake_as_therock_packages_is_found_from_the_venv_and_runs_as_one_tree() {
     );
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert!(rows.iter().all(|r| r[1] == "ok"), "{rows:?}");
+    // Provenance: the one file mapped, with its soname, version and SHA-256 (the run's own).
+    let text = std::fs::read_to_string(tmp.path().join("run-therock-gemm/manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let libs = m["backend"]["libraries"]
+        .as_array()
+        .expect("backend.libraries");
+    let hip = site.join("_rocm_sdk_core/lib/libamdhip64.so.6");
+    use sha2::Digest as _;
+    let sha: String = sha2::Sha256::digest(std::fs::read(&hip).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(libs.len(), 1, "{libs:?}");
+    assert_eq!(libs[0]["path"], hip.display().to_string());
+    assert_eq!(libs[0]["soname"], "libamdhip64.so.6");
+    assert_eq!(libs[0]["version"], "6");
+    assert_eq!(libs[0]["sha256"], sha);
 }
 
 #[test]

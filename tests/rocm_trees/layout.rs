@@ -116,6 +116,7 @@ pub fn fake_therock(venv: &Path, omit: &[&str]) -> PathBuf {
         &["--set-rpath", "$ORIGIN:$ORIGIN/../../_rocm_sdk_core/lib"],
         &hip,
     );
+    patchelf(&["--set-soname", "libamdhip64.so.6"], &hip);
     let libs = site.join("_rocm_sdk_libraries_gfx1100/lib");
     for n in [
         "libMIOpen.so.1",

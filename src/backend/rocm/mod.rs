@@ -214,7 +214,7 @@ pub fn probe() -> BackendInfo {
     // Kept loaded until the check below has seen what they mapped.
     let libs = Libs::load(&hip);
     describe_stack(&hip, &libs, &mut info.versions);
-    provenance::record_check(&mut info.versions);
+    provenance::record_check(&mut info);
     drop(libs);
     match init_device(&hip) {
         Ok(count) => {
@@ -390,7 +390,7 @@ impl RocmBackend {
             },
         );
         // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
-        let mix = provenance::record_check(&mut info.versions);
+        let mix = provenance::record_check(&mut info);
         Ok(RocmBackend {
             dev: std::rc::Rc::new(Dev {
                 hip,

@@ -2,7 +2,9 @@
 //! check of its own mapped files found (`probe`, the run's first line and the manifest).
 
 use super::{loader, mapped};
+use crate::backend::{BackendInfo, LibraryFile};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// The `versions` key of the tree line ("TheRock packages /v/... (from $VIRTUAL_ENV=/v)").
 pub const TREE_KEY: &str = "ROCm tree";
@@ -27,8 +29,8 @@ pub fn describe_tree(v: &mut BTreeMap<String, String>) {
 }
 
 /// Checks what is mapped into this process against the chosen tree: Ok with a one-line
-/// description, Err naming the files of the mix.
-pub fn check_mapped() -> Result<String, String> {
+/// description and the files, Err naming the files of the mix.
+pub fn check_mapped() -> Result<(String, Vec<PathBuf>), String> {
     let choice = loader::choice().as_ref().map_err(|e| e.clone())?;
     let files = mapped::check_self(&choice.found.tree.roots, &loader::opened())?;
     let names: Vec<String> = files
@@ -40,23 +42,76 @@ pub fn check_mapped() -> Result<String, String> {
             )
         })
         .collect();
-    Ok(format!(
+    let line = format!(
         "{} files, one HIP runtime, all from the chosen tree ({})",
         files.len(),
         names.join(", ")
-    ))
+    );
+    Ok((line, files))
 }
 
-/// Records the check's result in `v` and returns the mix, if any.
-pub fn record_check(v: &mut BTreeMap<String, String>) -> Option<String> {
+/// The version a library's file name carries ("libamdhip64.so.5.2.21153" -> "5.2.21153").
+fn file_version(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.split_once(".so.")
+        .map(|(_, v)| v.to_string())
+        .unwrap_or_default()
+}
+
+/// Records the check's result (and the mapped files) in `info` and returns the mix, if any.
+pub fn record_check(info: &mut BackendInfo) -> Option<String> {
     match check_mapped() {
-        Ok(line) => {
-            v.insert(MAPPED_KEY.into(), line);
+        Ok((line, files)) => {
+            info.versions.insert(MAPPED_KEY.into(), line);
+            info.libraries = files
+                .iter()
+                .map(|f| LibraryFile {
+                    path: f.display().to_string(),
+                    version: file_version(f),
+                    ..LibraryFile::default()
+                })
+                .collect();
             None
         }
         Err(why) => {
-            v.insert(MAPPED_KEY.into(), format!("MIXED: {why}"));
+            info.versions
+                .insert(MAPPED_KEY.into(), format!("MIXED: {why}"));
             Some(why)
+        }
+    }
+}
+
+/// The ELF soname of a library's bytes ("" when it has none or is not ELF).
+fn soname(data: &[u8]) -> String {
+    let Ok(elf) = object::read::elf::ElfFile64::<object::Endianness>::parse(data) else {
+        return String::new();
+    };
+    let Ok(table) = elf.elf_section_table().dynamic_table(elf.endian(), data) else {
+        return String::new();
+    };
+    (&table)
+        .into_iter()
+        .find(|d| d.tag == object::elf::DT_SONAME)
+        .and_then(|d| table.string(d).ok())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .unwrap_or_default()
+}
+
+/// Fills in each file's soname and SHA-256 (the supervisor, once per run: it reads the files,
+/// never loads them). A file that cannot be read says why in place of its digest.
+pub fn complete(libraries: &mut [LibraryFile]) {
+    use sha2::Digest as _;
+    for lib in libraries {
+        match std::fs::read(&lib.path) {
+            Ok(data) => {
+                lib.soname = soname(&data);
+                let digest = sha2::Sha256::digest(&data);
+                lib.sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
+            }
+            Err(e) => lib.sha256 = format!("unreadable: {e}"),
         }
     }
 }
