@@ -85,7 +85,7 @@ pub fn text(main: &BackendInfo) -> String {
     let _ = writeln!(
         s,
         "  trees found: {} (* = what a run uses; the order: --rocm, $ROCM_PATH, $VIRTUAL_ENV, \
-         $CONDA_PREFIX, python3 on PATH, /opt/rocm, the system loader's path)",
+         $CONDA_PREFIX, python3 on PATH, ~/.local, /opt/rocm, the system loader's path)",
         found.len()
     );
     match &choice {

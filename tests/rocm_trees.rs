@@ -30,6 +30,8 @@ fn rocsweep(tmp: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Out {
         .env_remove("CONDA_PREFIX")
         .env_remove("LD_LIBRARY_PATH")
         .env("ROCSWEEP_OPT_DIR", &empty_opt)
+        // No ~/.local of the caller's (a `pip install --user` ROCm would be a tree).
+        .env("HOME", &empty_opt)
         .env("FAKE_ROCM_MODEL", model("healthy.toml"));
     for (k, v) in vars {
         c.env(k, v);

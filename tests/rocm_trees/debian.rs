@@ -61,6 +61,24 @@ fn debians_hip_as_therock_packages_is_one_tree_only_with_the_packages_rpaths() {
         o.stdout
     );
     assert!(o.stdout.contains(MAPPED_OK), "{}", o.stdout);
+    // $LD_LIBRARY_PATH comes before RUNPATH: the system's hsa again, and the message says why.
+    let o = probe(
+        tmp.path(),
+        &[],
+        &[
+            ("VIRTUAL_ENV", &venv),
+            ("LD_LIBRARY_PATH", Path::new(DEBIAN)),
+        ],
+    );
+    assert!(
+        o.stdout
+            .contains("ROCm libraries mapped: MIXED: /usr/lib/x86_64-linux-gnu/lib")
+            && o.stdout.contains(&format!(
+                "($LD_LIBRARY_PATH={DEBIAN} is searched before the libraries' own RUNPATH"
+            )),
+        "{}",
+        o.stdout
+    );
 }
 
 #[test]

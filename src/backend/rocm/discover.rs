@@ -25,6 +25,8 @@ pub struct Places {
     pub path: Vec<PathBuf>,
     /// `$PYENV_VERSION` (a pyenv shim's interpreter is chosen by it or pyenv's version file).
     pub pyenv_version: Option<String>,
+    /// `$HOME`: `pip install --user` puts packages in `~/.local/lib/python3*/site-packages`.
+    pub home: Option<PathBuf>,
     pub opt: PathBuf,
     /// The dynamic loader's directories: LD_LIBRARY_PATH, ld.so.conf, then the standard ones.
     pub loader_dirs: Vec<PathBuf>,
@@ -74,6 +76,7 @@ impl Places {
             pyenv_version: std::env::var("PYENV_VERSION")
                 .ok()
                 .filter(|v| !v.is_empty()),
+            home: var("HOME"),
             opt: var(OPT_ENV).unwrap_or_else(|| PathBuf::from("/opt")),
             loader_dirs: real,
         }
@@ -176,6 +179,8 @@ pub enum Source {
     CondaPrefix(PathBuf),
     /// The `python3` on PATH (the interpreter's path).
     PythonOnPath(PathBuf),
+    /// The user's own site-packages (`pip install --user`), `~/.local`.
+    UserSite(PathBuf),
     OptRocm(PathBuf),
     /// `/opt/rocm-X.Y` (listed by probe; a run uses one only when named).
     OptVersioned(PathBuf),
@@ -190,6 +195,7 @@ impl Source {
             Source::VirtualEnv(p) => format!("$VIRTUAL_ENV={}", p.display()),
             Source::CondaPrefix(p) => format!("$CONDA_PREFIX={}", p.display()),
             Source::PythonOnPath(p) => format!("python3 on PATH ({})", p.display()),
+            Source::UserSite(p) => format!("the user's site-packages ({})", p.display()),
             Source::OptRocm(p) => p.display().to_string(),
             Source::OptVersioned(p) => format!("{} (used only when named)", p.display()),
             Source::Loader(_) => "the system loader's path".to_string(),
@@ -280,6 +286,10 @@ fn ordered(p: &Places) -> Vec<(Source, Vec<Tree>)> {
     }
     if let Some((exe, env)) = python_on_path(p) {
         v.push((Source::PythonOnPath(exe), tree::python_trees(&env)));
+    }
+    if let Some(home) = &p.home {
+        let local = home.join(".local");
+        v.push((Source::UserSite(local.clone()), tree::python_trees(&local)));
     }
     let opt_rocm = p.opt.join("rocm");
     v.push((Source::OptRocm(opt_rocm.clone()), tree::trees_at(&opt_rocm)));

@@ -144,6 +144,23 @@ fn all_lists_every_tree_once_with_versioned_prefixes_after_opt_rocm() {
 }
 
 #[test]
+fn the_users_site_packages_come_after_the_python_on_path_and_before_opt_rocm() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path();
+    let mut p = machine(root);
+    let home = root.join("home");
+    touch(&home.join(".local/lib/python3.12/site-packages/_rocm_sdk_core/lib/libamdhip64.so.7"));
+    p.home = Some(home.clone());
+    let c = choose(&p).expect("the user's site");
+    assert_eq!(c.found.source, Source::UserSite(home.join(".local")));
+    p.path = vec![root.join("venv/bin")];
+    assert_eq!(
+        choose(&p).expect("python3 on PATH").found.source,
+        Source::PythonOnPath(root.join("venv/bin/python3"))
+    );
+}
+
+#[test]
 fn a_pyenv_shim_stands_for_the_version_pyenv_selects() {
     let tmp = tempfile::tempdir().expect("tmp");
     let root = tmp.path().join(".pyenv");

@@ -32,7 +32,8 @@ pub fn describe_tree(v: &mut BTreeMap<String, String>) {
 /// description and the files, Err naming the files of the mix.
 pub fn check_mapped() -> Result<(String, Vec<PathBuf>), String> {
     let choice = loader::choice().as_ref().map_err(|e| e.clone())?;
-    let files = mapped::check_self(&choice.found.tree.roots, &loader::opened())?;
+    let files = mapped::check_self(&choice.found.tree.roots, &loader::opened())
+        .map_err(|why| with_ld_hint(why, std::env::var_os("LD_LIBRARY_PATH")))?;
     let names: Vec<String> = files
         .iter()
         .map(|f| {
@@ -48,6 +49,19 @@ pub fn check_mapped() -> Result<(String, Vec<PathBuf>), String> {
         names.join(", ")
     );
     Ok((line, files))
+}
+
+/// A mix names `$LD_LIBRARY_PATH` when it is set: the loader searches it before a library's
+/// RUNPATH, so it pulls a system ROCm's files under a venv's libraries.
+fn with_ld_hint(why: String, ld: Option<std::ffi::OsString>) -> String {
+    match ld.filter(|v| !v.is_empty()) {
+        Some(v) => format!(
+            "{why} ($LD_LIBRARY_PATH={} is searched before the libraries' own RUNPATH: unset it, \
+             or name this tree with --rocm after removing the other ROCm from it)",
+            v.to_string_lossy()
+        ),
+        None => why,
+    }
 }
 
 /// The version a library's file name carries ("libamdhip64.so.5.2.21153" -> "5.2.21153").
@@ -127,4 +141,25 @@ pub fn first_line(versions: &BTreeMap<String, String>) -> Option<String> {
         s.push_str(&format!("; {m}"));
     }
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_names_version_and_the_ld_library_path_hint() {
+        assert_eq!(
+            file_version(Path::new("/x/libamdhip64.so.5.2.21153")),
+            "5.2.21153"
+        );
+        assert_eq!(file_version(Path::new("/x/libMIOpen.so.1")), "1");
+        assert_eq!(file_version(Path::new("/x/libMIOpen.so")), "");
+        assert_eq!(with_ld_hint("mix".into(), None), "mix");
+        assert_eq!(with_ld_hint("mix".into(), Some("".into())), "mix");
+        assert!(
+            with_ld_hint("mix".into(), Some("/opt/rocm/lib".into()))
+                .starts_with("mix ($LD_LIBRARY_PATH=/opt/rocm/lib is searched before")
+        );
+    }
 }
