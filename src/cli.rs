@@ -12,10 +12,17 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Directory searched first for ROCm's libraries (before $ROCM_PATH/lib, the loader's own
-    /// search path and /opt/rocm/lib).
-    #[arg(long, global = true, value_name = "DIR")]
-    pub rocm_lib_dir: Option<PathBuf>,
+    /// The ROCm tree to use: a prefix (/opt/rocm-6.4.1), a lib directory, a Python
+    /// environment's directory or a python interpreter (its environment's TheRock packages or
+    /// torch's bundled copy). Without it: $ROCM_PATH, the active Python environment, /opt/rocm,
+    /// then the system loader's path. `--rocm-lib-dir` is the old name.
+    #[arg(
+        long = "rocm",
+        alias = "rocm-lib-dir",
+        global = true,
+        value_name = "PATH"
+    )]
+    pub rocm: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,6 +26,9 @@ pub fn probe_text(only: Option<&str>) -> (String, bool) {
         for (lib, v) in &info.versions {
             let _ = writeln!(s, "  {lib}: {v}");
         }
+        if info.backend == "rocm" {
+            s.push_str(&crate::probe_trees::text(&info));
+        }
     }
     (s, available)
 }

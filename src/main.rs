@@ -19,14 +19,17 @@ fn main() {
             std::process::exit(code);
         }
     };
-    if let Some(dir) = &cli.rocm_lib_dir {
-        if !dir.is_dir() {
-            rocsweep::noteln!("error: --rocm-lib-dir {}: not a directory", dir.display());
-            std::process::exit(exit::BAD_INPUT);
+    if let Some(value) = &cli.rocm {
+        use rocsweep::backend::rocm::discover;
+        match discover::resolve_flag(value) {
+            // Workers inherit it, so the backend they open uses the same tree.
+            // SAFETY: set once at start-up, before any thread is spawned.
+            Ok(path) => unsafe { std::env::set_var(discover::ROCM_ENV, path) },
+            Err(why) => {
+                rocsweep::noteln!("error: {why}");
+                std::process::exit(exit::BAD_INPUT);
+            }
         }
-        // Workers inherit it, so the backend they open searches the same place.
-        // SAFETY: set once at start-up, before any thread is spawned.
-        unsafe { std::env::set_var(rocsweep::backend::rocm::loader::LIB_DIR_ENV, dir) };
     }
     let keeps_going = matches!(cli.command, Command::Run { .. } | Command::Merge { .. });
     let code = dispatch(cli.command);

@@ -49,6 +49,23 @@ pub struct BackendInfo {
     /// result can be handed to the library's own tools (`repro`: `MIOpenDriver -S <id>`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub solver_ids: BTreeMap<String, u64>,
+    /// The vendor library files mapped into the worker (ROCm: every file of the chosen tree),
+    /// for the manifest's provenance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub libraries: Vec<LibraryFile>,
+}
+
+/// One vendor library file a worker had mapped: where it is, its ELF soname and the version its
+/// file name carries (from the worker), and its SHA-256 (from the supervisor, once per run).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LibraryFile {
+    pub path: String,
+    #[serde(default)]
+    pub soname: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub sha256: String,
 }
 
 /// Phase notifications from inside a backend (compile and alloc happen there).

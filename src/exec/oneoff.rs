@@ -31,6 +31,12 @@ impl OneOff {
     /// cannot run here (`info.available == false`, `info.missing` says why); Err when the
     /// worker itself failed (could not start, crashed or hung in init).
     pub fn start(backend: &str) -> Result<OneOff, String> {
+        OneOff::start_with(backend, &[])
+    }
+
+    /// [`OneOff::start`] with environment variables set for the worker (`probe` asks one
+    /// worker per ROCm tree, each told its tree this way).
+    pub fn start_with(backend: &str, vars: &[(String, String)]) -> Result<OneOff, String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
         let logs = tempfile::Builder::new()
@@ -49,7 +55,8 @@ impl OneOff {
             Limits::default(),
             Arc::new(AtomicUsize::new(0)),
         );
-        let info = sup.handshake(ENV).map_err(|o| {
+        let env = Env { vars, ..ENV };
+        let info = sup.handshake(env).map_err(|o| {
             format!(
                 "the {backend} backend's worker failed in {}: {}",
                 o.phase, o.error

@@ -282,10 +282,16 @@ impl Target {
             &envs
         };
         // Nothing ran when this fails: the staging guard leaves no directory behind.
-        let (slots, info, devices) =
+        let (slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, envs)?;
+        // The vendor library files the worker mapped get their soname and SHA-256 once per run.
+        crate::backend::rocm::provenance::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
+        // ROCm says which tree its workers use (and any mix of trees they found) first thing.
+        if let Some(line) = crate::backend::rocm::provenance::first_line(&info.versions) {
+            crate::noteln!("{line}");
+        }
         if let Some(note) = &info.picked {
             crate::noteln!("note: {note}");
         }

@@ -2,11 +2,9 @@
 //! library's table of raw symbols. Nothing here is linked at build time: one binary serves ROCm
 //! 5.7, 6.x and 7.x, and builds on a machine with no ROCm at all.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-/// Set by `--rocm-lib-dir` (the CLI exports it so that workers see it too).
-pub const LIB_DIR_ENV: &str = "ROCSWEEP_ROCM_LIB_DIR";
+use super::discover::{self, Choice};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// An opened library and the file it came from.
 pub struct Loaded {
@@ -14,58 +12,51 @@ pub struct Loaded {
     pub path: String,
 }
 
-/// Directories searched before the system's own search path, in order: `--rocm-lib-dir`,
-/// `$ROCM_PATH/lib`, then (after the bare name through the dynamic loader) `/opt/rocm/lib`.
-fn dirs_before() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Some(d) = std::env::var_os(LIB_DIR_ENV).filter(|d| !d.is_empty()) {
-        v.push(PathBuf::from(d));
-    }
-    if let Some(r) = std::env::var_os("ROCM_PATH").filter(|d| !d.is_empty()) {
-        v.push(Path::new(&r).join("lib"));
-    }
-    v
+/// The tree this process opens ROCm from, chosen once (see `discover.rs`), or why there is none.
+pub fn choice() -> &'static Result<Choice, String> {
+    static CHOICE: OnceLock<Result<Choice, String>> = OnceLock::new();
+    CHOICE.get_or_init(|| discover::choose(&discover::Places::from_env()))
 }
 
-/// Opens the first of `names` found, trying each explicit directory, then the dynamic loader's
-/// own search (LD_LIBRARY_PATH, ldconfig), then /opt/rocm/lib. The error lists every place tried.
+/// Every file opened so far, by the absolute path it was opened under.
+fn opened_list() -> &'static Mutex<Vec<PathBuf>> {
+    static OPENED: OnceLock<Mutex<Vec<PathBuf>>> = OnceLock::new();
+    OPENED.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// The files opened so far (for the check of what is mapped).
+pub fn opened() -> Vec<PathBuf> {
+    opened_list().lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+/// Opens the first of `names` present in the chosen tree, by absolute path: never through the
+/// dynamic loader's own search, which could take it from another tree. The error says which
+/// tree was searched for which names.
 pub fn open(names: &[&str]) -> Result<Loaded, String> {
-    let mut tried = Vec::new();
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for d in dirs_before() {
-        candidates.extend(names.iter().map(|n| d.join(n)));
-    }
-    candidates.extend(names.iter().map(PathBuf::from));
-    candidates.extend(names.iter().map(|n| Path::new("/opt/rocm/lib").join(n)));
-    for c in candidates {
-        // A path with a directory that does not exist is skipped quietly; a bare name goes to
-        // the dynamic loader.
-        if c.components().count() > 1 && !c.exists() {
-            tried.push(c.display().to_string());
-            continue;
-        }
-        // SAFETY: loading a ROCm library runs its initialisers; these are the vendor's (or the
-        // test fake's) libraries, loaded deliberately. A worker process is expendable if one
-        // misbehaves.
-        match unsafe { libloading::Library::new(&c) } {
-            Ok(lib) => {
-                return Ok(Loaded {
-                    lib: Arc::new(lib),
-                    path: c.display().to_string(),
-                });
+    let choice = choice().as_ref().map_err(|e| e.clone())?;
+    let tree = &choice.found.tree;
+    let Some(path) = tree.find(names) else {
+        return Err(format!(
+            "not found in the ROCm tree {}; looked for {}",
+            tree.label(),
+            tree.looked_for(names)
+        ));
+    };
+    // SAFETY: loading a ROCm library runs its initialisers; these are the vendor's (or the
+    // test fake's) libraries, loaded deliberately. A worker process is expendable if one
+    // misbehaves.
+    match unsafe { libloading::Library::new(&path) } {
+        Ok(lib) => {
+            if let Ok(mut v) = opened_list().lock() {
+                v.push(path.clone());
             }
-            Err(e) => {
-                let why = e.to_string();
-                // A file that exists but fails to load says why; a plain miss says only the name.
-                if c.exists() {
-                    tried.push(format!("{} ({why})", c.display()));
-                } else {
-                    tried.push(format!("{} (dynamic loader search)", c.display()));
-                }
-            }
+            Ok(Loaded {
+                lib: Arc::new(lib),
+                path: path.display().to_string(),
+            })
         }
+        Err(e) => Err(format!("{}: {e}", path.display())),
     }
-    Err(format!("not found; looked for {}", tried.join(", ")))
 }
 
 /// Declares a struct holding a library's raw entry points, resolved once at load time.

@@ -11,19 +11,25 @@
 mod blocker;
 mod code_object;
 mod conv;
+pub mod devfiles;
+pub mod discover;
 mod gemm;
 mod graph;
 pub mod hip;
 mod hipblaslt;
 mod hiprand;
 mod hiprtc;
+mod kdb;
 mod kernels;
 pub mod loader;
+mod mapped;
 mod miopen;
+pub mod provenance;
 mod rocblas;
 mod simple;
 mod smi;
 pub mod solvers;
+pub mod tree;
 
 use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
 use crate::op::{Inputs, OpKind, Problem};
@@ -119,11 +125,17 @@ impl Libs {
     }
 }
 
-/// The library, or an error row naming it and where it was looked for.
+/// The library, or an error row naming it and where it was looked for (or which kernels it
+/// lacks).
 fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
     lib.clone().map_err(|why| UnitError::Library {
         library: library.into(),
-        code: "LIBRARY_NOT_FOUND".into(),
+        code: if why.contains(kdb::MISSING) {
+            "KERNELS_MISSING"
+        } else {
+            "LIBRARY_NOT_FOUND"
+        }
+        .into(),
         message: why,
     })
 }
@@ -135,6 +147,8 @@ pub struct RocmBackend {
     kernels: Option<kernels::Kernels>,
     /// Clock and temperature readings, or why there are none.
     smi: Result<smi::Smi, String>,
+    /// Set when the process maps ROCm files from more than one tree: every unit is an error.
+    mix: Option<String>,
 }
 
 /// The PCI bus id of HIP device 0 ("0000:03:00.0"), which ROCm SMI looks devices up by.
@@ -189,6 +203,7 @@ pub fn probe() -> BackendInfo {
         backend: "rocm".into(),
         ..BackendInfo::default()
     };
+    provenance::describe_tree(&mut info.versions);
     let hip = match Hip::load() {
         Ok(h) => h,
         Err(why) => {
@@ -196,7 +211,11 @@ pub fn probe() -> BackendInfo {
             return info;
         }
     };
-    describe_stack(&hip, &Libs::load(&hip), &mut info.versions);
+    // Kept loaded until the check below has seen what they mapped.
+    let libs = Libs::load(&hip);
+    describe_stack(&hip, &libs, &mut info.versions);
+    provenance::record_check(&mut info);
+    drop(libs);
     match init_device(&hip) {
         Ok(count) => {
             for d in 0..count {
@@ -346,9 +365,10 @@ impl RocmBackend {
             return Err(format!("hipSetDevice(0) returned {}", hip.error_name(rc)));
         }
         let stream = Stream::new(&hip).map_err(|e| e.to_string())?;
-        let libs = Libs::load(&hip);
+        let mut libs = Libs::load(&hip);
         let facts = hip::device_facts(&hip, 0);
         let arch = offload_arch(&facts.arch);
+        kdb::gate(&mut libs, &arch);
         let mut info = BackendInfo {
             backend: "rocm".into(),
             available: true,
@@ -358,6 +378,7 @@ impl RocmBackend {
             solver_ids: solvers::ids(),
             ..BackendInfo::default()
         };
+        provenance::describe_tree(&mut info.versions);
         describe_stack(&hip, &libs, &mut info.versions);
         describe_device(facts, &mut info.versions);
         let smi = pci_bus_id(&hip).and_then(|id| smi::Smi::open(&id));
@@ -368,6 +389,8 @@ impl RocmBackend {
                 Err(why) => format!("none ({why})"),
             },
         );
+        // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
+        let mix = provenance::record_check(&mut info);
         Ok(RocmBackend {
             dev: std::rc::Rc::new(Dev {
                 hip,
@@ -381,6 +404,7 @@ impl RocmBackend {
             info,
             kernels: None,
             smi,
+            mix,
         })
     }
 
@@ -432,6 +456,13 @@ impl Backend for RocmBackend {
         inputs: &Inputs,
         phases: &mut dyn PhaseSink,
     ) -> Result<Box<dyn Prepared>, UnitError> {
+        if let Some(why) = &self.mix {
+            return Err(UnitError::Library {
+                library: "rocm".into(),
+                code: "MIXED_ROCM_TREES".into(),
+                message: why.clone(),
+            });
+        }
         let mismatch = || UnitError::Library {
             library: "rocsweep".into(),
             code: "INPUT_MISMATCH".into(),

@@ -1,0 +1,307 @@
+//! Where rocsweep finds ROCm, with real pieces: Debian's HIP 5.2 runtime (and its hipRAND) and
+//! the fake ROCm, each laid out as TheRock's venv packages, as torch's bundled torch/lib and as
+//! /opt/rocm-X.Y prefixes (tests/rocm_trees/layout.rs); one tree is chosen as a whole, and a
+//! process that maps ROCm from two trees says so on every unit.
+
+#[path = "rocm_trees/layout.rs"]
+mod layout;
+
+use layout::*;
+use std::path::Path;
+use std::process::Command;
+
+struct Out {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// rocsweep with a clean ROCm environment: no $ROCM_PATH, venv, conda env or --rocm from the
+/// caller, `/opt` replaced by an empty directory unless `vars` name one; the healthy fake model.
+fn rocsweep(tmp: &Path, args: &[&str], vars: &[(&str, &Path)]) -> Out {
+    let empty_opt = tmp.join("empty-opt");
+    std::fs::create_dir_all(&empty_opt).unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));
+    c.args(args)
+        .env_remove("ROCM_PATH")
+        .env_remove("ROCSWEEP_ROCM")
+        .env_remove("ROCSWEEP_ROCM_LIB_DIR")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("LD_LIBRARY_PATH")
+        .env("ROCSWEEP_OPT_DIR", &empty_opt)
+        // No ~/.local of the caller's (a `pip install --user` ROCm would be a tree).
+        .env("HOME", &empty_opt)
+        .env("FAKE_ROCM_MODEL", model("healthy.toml"));
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    Out {
+        code: o.status.code(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn probe(tmp: &Path, extra: &[&str], vars: &[(&str, &Path)]) -> Out {
+    let mut args = vec!["probe", "--backend", "rocm"];
+    args.extend_from_slice(extra);
+    rocsweep(tmp, &args, vars)
+}
+
+/// A one-case sweep of `op` over the named solvers, run for one trial; (first stderr line,
+/// solver -> (status, error) per row).
+fn sweep(tmp: &Path, name: &str, body: &str, vars: &[(&str, &Path)]) -> (String, Vec<[String; 3]>) {
+    let file = tmp.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!("name = \"{name}\"\nbackend = \"rocm\"\n{body}\n[timing]\nmin_samples = 2\nmax_time = 0.02\n"),
+    )
+    .unwrap();
+    let dir = tmp.join(format!("run-{name}"));
+    let (f, d) = (file.display().to_string(), dir.display().to_string());
+    let o = rocsweep(
+        tmp,
+        &[
+            "run",
+            &f,
+            "--out",
+            &d,
+            "--trials",
+            "1",
+            "--quiet",
+            "--no-report",
+        ],
+        vars,
+    );
+    let (header, rows) = rocsweep::results::csv::read(&dir.join("results.csv"))
+        .unwrap_or_else(|e| panic!("no results.csv ({e:?}); stderr:\n{}", o.stderr));
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let (s, st, er) = (col("solver"), col("status"), col("error"));
+    let rows = rows
+        .iter()
+        .map(|r| [r[s].clone(), r[st].clone(), r[er].clone()])
+        .collect();
+    (
+        o.stderr.lines().next().unwrap_or_default().to_string(),
+        rows,
+    )
+}
+
+const GEMM: &str = "op = \"gemm\"\n[axes]\nm = 64\nsolver = [\"rocblas\", \"hipblaslt\"]\n";
+
+#[test]
+fn the_fake_as_therock_packages_is_found_from_the_venv_and_runs_as_one_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = fake_therock(&venv, &[]);
+    let o = probe(tmp.path(), &[], &[("VIRTUAL_ENV", &venv)]);
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    let used = format!(
+        "ROCm tree: TheRock packages {} (from $VIRTUAL_ENV={})",
+        site.display(),
+        venv.display()
+    );
+    assert!(o.stdout.contains(&used), "{}", o.stdout);
+    let miopen = site.join("_rocm_sdk_libraries_gfx1100/lib/libMIOpen.so.1");
+    assert!(
+        o.stdout.contains(&format!("({})", miopen.display())),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout
+            .contains("ROCm libraries mapped: 1 files, one HIP runtime, all from the chosen tree"),
+        "one file behind every soname, loaded once: {}",
+        o.stdout
+    );
+    // $ROCM_PATH pointing nowhere is a note on the run's first line; the venv is still used.
+    let nowhere = tmp.path().join("nowhere");
+    let (first, rows) = sweep(
+        tmp.path(),
+        "therock-gemm",
+        GEMM,
+        &[("VIRTUAL_ENV", &venv), ("ROCM_PATH", &nowhere)],
+    );
+    assert_eq!(
+        first,
+        format!(
+            "rocm: using TheRock packages {} (from $VIRTUAL_ENV={}); note: $ROCM_PATH={} holds no HIP runtime",
+            site.display(),
+            venv.display(),
+            nowhere.display()
+        )
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r[1] == "ok"), "{rows:?}");
+    // Provenance: the one file mapped, with its soname, version and SHA-256 (the run's own).
+    let text = std::fs::read_to_string(tmp.path().join("run-therock-gemm/manifest.json")).unwrap();
+    let m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let libs = m["backend"]["libraries"]
+        .as_array()
+        .expect("backend.libraries");
+    let hip = site.join("_rocm_sdk_core/lib/libamdhip64.so.6");
+    use sha2::Digest as _;
+    let sha: String = sha2::Sha256::digest(std::fs::read(&hip).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(libs.len(), 1, "{libs:?}");
+    assert_eq!(libs[0]["path"], hip.display().to_string());
+    assert_eq!(libs[0]["soname"], "libamdhip64.so.6");
+    assert_eq!(libs[0]["version"], "6");
+    assert_eq!(libs[0]["sha256"], sha);
+}
+
+#[test]
+fn a_tree_missing_one_library_fails_only_that_librarys_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = fake_therock(&venv, &["libhipblaslt"]);
+    let (_, rows) = sweep(tmp.path(), "no-hipblaslt", GEMM, &[("VIRTUAL_ENV", &venv)]);
+    let get = |s: &str| rows.iter().find(|r| r[0] == s).cloned().unwrap();
+    assert_eq!(get("rocblas")[1], "ok", "{rows:?}");
+    let lt = get("hipblaslt");
+    assert!(lt[1] == "error" || lt[1] == "unsupported", "{rows:?}");
+    assert!(
+        lt[2].contains(&format!(
+            "not found in the ROCm tree TheRock packages {}",
+            site.display()
+        )) && lt[2].contains("libhipblaslt.so.1"),
+        "the reason names the tree and what was looked for: {rows:?}"
+    );
+}
+
+#[test]
+fn a_venv_without_the_device_package_makes_rocblas_and_hipblaslt_units_errors_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let venv = tmp.path().join("venv");
+    let site = fake_therock(&venv, &["device"]);
+    let (_, rows) = sweep(tmp.path(), "no-device", GEMM, &[("VIRTUAL_ENV", &venv)]);
+    let libs = site.join("_rocm_sdk_libraries_gfx1100/lib");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r[1], "error", "{rows:?}");
+        let dir = libs.join(format!("{}/library", r[0]));
+        assert!(
+            r[2].contains("KERNELS_MISSING")
+                && r[2].contains(&format!(
+                    "no kernels for gfx1100: {} does not exist",
+                    dir.display()
+                ))
+                && r[2].contains("the device-gfx1100 package of your ROCm"),
+            "{rows:?}"
+        );
+    }
+}
+
+#[test]
+fn the_fake_as_torchs_bundle_is_found_from_the_conda_env_by_bare_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = tmp.path().join("conda");
+    let torch = fake_torch(&env);
+    let o = probe(tmp.path(), &[], &[("CONDA_PREFIX", &env)]);
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stdout.contains(&format!(
+            "ROCm tree: torch bundle {} (from $CONDA_PREFIX={})",
+            torch.display(),
+            env.display()
+        )),
+        "{}",
+        o.stdout
+    );
+    for lib in ["libMIOpen.so", "librocblas.so", "libhiprand.so"] {
+        let p = torch.join("lib").join(lib);
+        assert!(
+            o.stdout.contains(&format!("({})", p.display())),
+            "{lib}: {}",
+            o.stdout
+        );
+    }
+}
+
+#[test]
+fn opt_prefixes_are_all_listed_and_one_is_used_when_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let opt = tmp.path().join("opt");
+    fake_prefix(&opt.join("rocm-5.7.1"), 5);
+    fake_prefix(&opt.join("rocm-7.1.0"), 7);
+    symlink("rocm-7.1.0", &opt.join("rocm"));
+    let o = probe(tmp.path(), &[], &[("ROCSWEEP_OPT_DIR", &opt)]);
+    assert_eq!(o.code, Some(0), "{}{}", o.stdout, o.stderr);
+    let out = &o.stdout;
+    let rocm = opt.join("rocm");
+    assert!(
+        out.contains(&format!(
+            "a run uses prefix {} (from {})",
+            rocm.display(),
+            rocm.display()
+        )),
+        "{out}"
+    );
+    // /opt/rocm and /opt/rocm-7.1.0 are one tree (one HIP runtime file): listed once.
+    let v5 = opt.join("rocm-5.7.1");
+    assert!(
+        out.contains(&format!(
+            "  * prefix {} (found from {})",
+            rocm.display(),
+            rocm.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "    prefix {} (found from {} (used only when named))",
+            v5.display(),
+            v5.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("rocm-7.1.0 (found from"), "{out}");
+    let debian = Path::new(DEBIAN).join("libamdhip64.so.5").exists();
+    assert!(
+        out.contains(&format!("trees found: {} (", 2 + usize::from(debian))),
+        "{out}"
+    );
+    let v5s = v5.display().to_string();
+    let o = probe(tmp.path(), &["--rocm", &v5s], &[("ROCSWEEP_OPT_DIR", &opt)]);
+    assert!(
+        o.stdout
+            .contains(&format!("ROCm tree: prefix {v5s} (from --rocm {v5s})"))
+            && o.stdout.contains(&format!("({v5s}/lib/libamdhip64.so.5)")),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
+fn a_rocm_path_without_a_hip_runtime_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = empty.display().to_string();
+    for flag in ["--rocm", "--rocm-lib-dir"] {
+        let o = probe(tmp.path(), &[flag, &e], &[]);
+        assert_eq!(o.code, Some(2), "{}", o.stderr);
+        assert!(
+            o.stderr.contains(&format!(
+                "error: --rocm {e}: no HIP runtime there; looked for libamdhip64.so, libamdhip64.so.7, libamdhip64.so.6, libamdhip64.so.5 in {e}, {e}/lib"
+            )),
+            "{}",
+            o.stderr
+        );
+    }
+    let o = probe(tmp.path(), &["--rocm", "/no/such/dir"], &[]);
+    assert_eq!(o.code, Some(2));
+    assert!(
+        o.stderr
+            .contains("error: --rocm /no/such/dir: no such file or directory"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[path = "rocm_trees/debian.rs"]
+mod debian;
