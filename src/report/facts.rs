@@ -146,7 +146,7 @@ impl<'a> Facts<'a> {
                 envs.push(r.env.clone());
             }
         }
-        let env_labels = short_env_labels(&envs);
+        let env_labels = with_devices(short_env_labels(&envs), &env_devices(run, &envs));
         let mut solvers: Vec<String> = Vec::new();
         for r in &run.rows {
             if !solvers.contains(&r.solver) {
@@ -391,6 +391,21 @@ impl<'a> Facts<'a> {
             .collect()
     }
 
+    /// The boundary table of the run along its ordered axis (`analyze::boundary`), with the
+    /// axis's name; None when no line has two values to compare.
+    pub fn boundary_table(&self) -> Option<(String, crate::markup::table::Table)> {
+        use crate::analyze::{boundary, boundary_render};
+        let axes = boundary::Axes::of(self.run);
+        let along = axes.along.clone()?;
+        let lines = boundary::boundaries(self.rows(), &axes, &self.envs);
+        if !boundary::worth_a_table(&lines) {
+            return None;
+        }
+        let label = |e: &str| self.env_label(e).to_string();
+        let show = boundary_render::Show::for_lines(&lines, &label);
+        Some((along, boundary_render::table(&lines, &axes, &show)))
+    }
+
     /// The run directory as written in the report: absolute when it can be.
     pub fn dir_text(&self) -> String {
         std::fs::canonicalize(&self.run.dir)
@@ -415,6 +430,38 @@ pub fn counts_line(counts: &[u64; Status::COUNT]) -> String {
     } else {
         format!("{total} {unit_word}: {}", parts.join(", "))
     }
+}
+
+/// The device each env combination's units ran on (`analyze::recommend::env_device`).
+pub fn env_devices(run: &RunData, envs: &[String]) -> Vec<String> {
+    envs.iter()
+        .map(|e| crate::analyze::recommend::env_device(run, e))
+        .collect()
+}
+
+/// Env labels with each combination's device added when the combinations ran on different
+/// devices (`RAYON_NUM_THREADS=2 · on AMD EPYC (2 threads)`), so that no label names a device
+/// its units did not run on.
+pub fn with_devices(labels: Vec<String>, devices: &[String]) -> Vec<String> {
+    let distinct: BTreeSet<&str> = devices
+        .iter()
+        .map(String::as_str)
+        .filter(|d| !d.is_empty())
+        .collect();
+    if distinct.len() < 2 {
+        return labels;
+    }
+    labels
+        .into_iter()
+        .zip(devices)
+        .map(|(l, d)| {
+            if d.is_empty() {
+                l
+            } else {
+                format!("{l} · on {d}")
+            }
+        })
+        .collect()
 }
 
 /// Env keys shortened to the variables that differ between them, since the fixed ones repeat
@@ -507,6 +554,29 @@ mod tests {
             vec!["no env variables"]
         );
         assert_eq!(short_env_labels(&["A=1;C=2".to_string()]), vec!["A=1 C=2"]);
+    }
+
+    /// Issue 31: a label said `AMD EPYC (1 threads)` for units that ran with 2. When the
+    /// combinations ran on different devices, each label names its own.
+    #[test]
+    fn env_labels_name_each_combinations_own_device_when_they_differ() {
+        let labels = vec![
+            "RAYON_NUM_THREADS=1".to_string(),
+            "RAYON_NUM_THREADS=2".to_string(),
+        ];
+        let devices = vec![
+            "AMD EPYC (1 threads)".to_string(),
+            "AMD EPYC (2 threads)".to_string(),
+        ];
+        assert_eq!(
+            with_devices(labels.clone(), &devices),
+            vec![
+                "RAYON_NUM_THREADS=1 · on AMD EPYC (1 threads)",
+                "RAYON_NUM_THREADS=2 · on AMD EPYC (2 threads)"
+            ]
+        );
+        let same = vec!["gpu0".to_string(), "gpu0".to_string()];
+        assert_eq!(with_devices(labels.clone(), &same), labels);
     }
 
     #[test]
