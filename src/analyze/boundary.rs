@@ -41,30 +41,36 @@ impl Axes {
             .as_ref()
             .and_then(|s| crate::exec::strategy::Along::choose(s, None).ok())
             .map(|a| a.name);
-        let zips: Vec<Vec<String>> = sweep
-            .iter()
-            .flat_map(|s| s.dims.iter())
-            .filter(|d| d.axes.len() > 1 && d.group.as_deref() != Some("cases"))
-            .map(|d| d.axes.iter().map(|a| a.name.clone()).collect())
-            .collect();
+        // A `[[cases]]` list is a zip group of every axis: its rows are cases, not categories
+        // of one parameter, so its parameters stay apart.
+        let zips: Option<Vec<Vec<String>>> = sweep.as_ref().map(|s| {
+            s.dims
+                .iter()
+                .filter(|d| d.axes.len() > 1 && d.group.as_deref() != Some("cases"))
+                .map(|d| d.axes.iter().map(|a| a.name.clone()).collect())
+                .collect()
+        });
         Axes::from_rows(
             &run.rows,
             &run.param_names,
             &m.sweep.op,
             searched.or(default),
-            &zips,
+            zips.as_deref(),
         )
     }
 
-    /// The axes from the rows alone, given the preferred axis and the sweep's zip groups;
-    /// without zip groups, parameters that determine each other in every row are taken as one.
+    /// The axes from the rows alone, given the preferred axis and the sweep's zip groups; when
+    /// the sweep is not known (`zips` None), parameters that determine each other in every row
+    /// are taken as one group.
     pub fn from_rows(
         rows: &[Row],
         param_names: &[String],
         op: &str,
         preferred: Option<String>,
-        zips: &[Vec<String>],
+        zips: Option<&[Vec<String>]>,
     ) -> Axes {
+        let known = zips.is_some();
+        let zips = zips.unwrap_or_default();
         let varying: Vec<String> = param_names
             .iter()
             .filter(|p| distinct(rows, p) > 1)
@@ -98,7 +104,10 @@ impl Axes {
                 continue;
             }
             let with_along = along.as_ref().is_some_and(|a| {
-                zip_of(a).is_some_and(|z| z.contains(p)) || determine_each_other(rows, a, p)
+                let equal = rows.iter().all(|r| r.param(a) == r.param(p));
+                zip_of(a).is_some_and(|z| z.contains(p))
+                    || equal
+                    || (!known && determine_each_other(rows, a, p))
             });
             if with_along {
                 followers.push(p.clone());
@@ -107,7 +116,7 @@ impl Axes {
             let joined = groups.iter_mut().find(|g| {
                 g.iter().any(|q| match zip_of(q) {
                     Some(z) => z.contains(p),
-                    None => zips.is_empty() && determine_each_other(rows, q, p),
+                    None => !known && determine_each_other(rows, q, p),
                 })
             });
             match joined {

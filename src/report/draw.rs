@@ -240,13 +240,54 @@ pub fn fit(f: &FontDesc, text: &str, max_w: u32) -> String {
     "…".to_string()
 }
 
-/// Breaks `text` into lines of at most `max_w` pixels, between words (a ` · ` between a title's
-/// parts starts the next line rather than ending one), so that nothing is cut: a word wider than
-/// the line is split between characters. No character but the spaces at the breaks is lost.
+/// Breaks `text` into lines of at most `max_w` pixels, so that nothing is cut: first between
+/// the parts of a title (` · `, which then starts the next line), then between words where a
+/// part is too wide, and between characters where a word is. No character but the spaces at
+/// the breaks is lost.
 pub fn wrap(f: &FontDesc, text: &str, max_w: u32) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
-    for word in text.split(' ').filter(|w| !w.is_empty()) {
+    for (i, part) in text.split(" · ").enumerate() {
+        let sep = if i == 0 { "" } else { "· " };
+        let joined = if line.is_empty() {
+            format!("{sep}{part}")
+        } else {
+            format!("{line} {sep}{part}")
+        };
+        if text_width(f, &joined) <= max_w {
+            line = joined;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        let alone = format!("{sep}{part}");
+        let mut pieces = wrap_words(f, &alone, max_w);
+        line = pieces.pop().unwrap_or_default();
+        lines.extend(pieces);
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `wrap` within one part: between words, and between characters where a word is too wide.
+fn wrap_words(f: &FontDesc, text: &str, max_w: u32) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut words = text.split(' ').filter(|w| !w.is_empty()).peekable();
+    while let Some(first) = words.next() {
+        // A separator stays with the word after it: no line ends on `·`.
+        let word = match (first, words.peek()) {
+            ("·", Some(next)) => {
+                let w = format!("· {next}");
+                words.next();
+                w
+            }
+            _ => first.to_string(),
+        };
+        let word = word.as_str();
         let candidate = if line.is_empty() {
             word.to_string()
         } else {
@@ -257,31 +298,16 @@ pub fn wrap(f: &FontDesc, text: &str, max_w: u32) -> Vec<String> {
             continue;
         }
         if !line.is_empty() {
-            // A line does not end on its `·`: the separator goes to the next line.
-            if let Some(kept) = line.strip_suffix(" ·") {
-                lines.push(kept.to_string());
-                line = "·".to_string();
-                let joined = format!("{line} {word}");
-                if text_width(f, &joined) <= max_w {
-                    line = joined;
-                    continue;
-                }
-                lines.push(std::mem::take(&mut line));
-            } else {
-                lines.push(std::mem::take(&mut line));
-            }
+            lines.push(std::mem::take(&mut line));
         }
-        // The word alone: split between characters where even it is too wide.
-        let mut piece = String::new();
         for ch in word.chars() {
-            piece.push(ch);
-            if text_width(f, &piece) > max_w && piece.chars().count() > 1 {
-                piece.pop();
-                lines.push(std::mem::take(&mut piece));
-                piece.push(ch);
+            line.push(ch);
+            if text_width(f, &line) > max_w && line.chars().count() > 1 {
+                line.pop();
+                lines.push(std::mem::take(&mut line));
+                line.push(ch);
             }
         }
-        line = piece;
     }
     if !line.is_empty() || lines.is_empty() {
         lines.push(line);
