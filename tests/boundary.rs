@@ -181,3 +181,32 @@ fn another_boundary_a_crashing_pair_and_a_window_are_each_told_exactly() {
         "the crashing pair has a rule of its own: {rec}"
     );
 }
+
+/// Issue 31: labels said `AMD EPYC (1 threads)` for units that ran with 2. With
+/// RAYON_NUM_THREADS as an env axis, each combination's worker reports its own thread count:
+/// recommend's ranking has a device column and summary.md's labels carry each one's device.
+#[test]
+fn each_env_combination_is_labelled_with_the_device_its_units_ran_on() {
+    let _serial = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(
+        tmp.path(),
+        "[env_axes]\nRAYON_NUM_THREADS = [\"1\", \"2\"]\n",
+    );
+    let (rec, summary) = run_and_read(&s, &tmp.path().join("run"), "");
+    assert!(rec.contains("| rank | combination | device |"), "{rec}");
+    for n in ["1", "2"] {
+        let row = rec
+            .lines()
+            .find(|l| l.contains(&format!("| `RAYON_NUM_THREADS={n}` |")))
+            .unwrap_or_else(|| panic!("no ranking row for {n}:\n{rec}"));
+        assert!(row.contains(&format!("({n} threads)")), "{row}");
+        let label = format!("RAYON_NUM_THREADS={n} · on ");
+        let at = summary
+            .find(&label)
+            .unwrap_or_else(|| panic!("no `{label}` in:\n{summary}"));
+        let rest = &summary[at + label.len()..];
+        let device = rest.split(" |").next().unwrap_or("");
+        assert!(device.ends_with(&format!("({n} threads)")), "{device}");
+    }
+}

@@ -231,3 +231,44 @@ fn leaf_rule(rows: &[&Row], feats: &[Feature], data: &Data, leaf: &Leaf, when: S
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(exceptions: usize, list: &[&str]) -> Rule {
+        Rule {
+            status: Some(Status::Hang),
+            phase: "compile".into(),
+            when: "c_in→c_out = 16→32 and h >= 40".into(),
+            units: 8,
+            exceptions,
+            exception_list: list.iter().map(|s| s.to_string()).collect(),
+            inferred: 0,
+        }
+    }
+
+    /// Issue 31: a leaf with exceptions is never written "hangs when ...".
+    #[test]
+    fn a_rule_with_exceptions_says_mostly_and_names_them() {
+        assert_eq!(
+            rule(0, &[]).text(),
+            "hangs in compile when c_in→c_out = 16→32 and h >= 40 (8 units; exceptions: 0)"
+        );
+        let t = rule(2, &["ok at h=48", "crash in run at h=56"]).text();
+        assert_eq!(
+            t,
+            "mostly hangs in compile when c_in→c_out = 16→32 and h >= 40 (8 units; exceptions: 2: ok at h=48, crash in run at h=56)"
+        );
+    }
+
+    #[test]
+    fn each_failing_status_is_its_own_class_and_the_rest_are_safe() {
+        assert_eq!(class_of(Status::Ok), 0);
+        assert_eq!(class_of(Status::Unsupported), 0);
+        assert_eq!(class_of(Status::InferredOk), 0);
+        assert_ne!(class_of(Status::Hang), class_of(Status::Crash));
+        assert!(class_of(Status::Hang) > class_of(Status::Crash));
+        assert!(class_of(Status::Mismatch) > 0);
+    }
+}

@@ -401,6 +401,23 @@ mod tests {
         }
     }
 
+    /// Past the cap the tree stops deepening: its leaves keep their exceptions (which the rules
+    /// then write as "mostly").
+    #[test]
+    fn grow_pure_keeps_to_the_cap_and_leaves_exceptions() {
+        let h: Vec<f64> = (0..16).map(f64::from).collect();
+        // Alternating outcomes: only one leaf per value would be pure.
+        let labels: Vec<usize> = (0..16).map(|i| i % 2).collect();
+        let data = Data {
+            names: vec!["h".into()],
+            columns: vec![Column::Num(h)],
+            labels,
+        };
+        let leaves = grow_pure(&data, MIN_LEAF, 4);
+        assert!(leaves.len() <= 2usize.pow(MAX_DEPTH as u32));
+        assert!(leaves.iter().any(|l| l.exceptions(&data) > 0));
+    }
+
     #[test]
     fn exclusions_of_most_words_read_as_the_words_left() {
         let data = Data {
