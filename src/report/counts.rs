@@ -121,6 +121,7 @@ impl Counts {
                 color: facts::color(*s),
                 text: s.name().to_string(),
                 line: false,
+                dash: None,
                 hatched: s.is_inferred(),
                 shape: None,
             })

@@ -335,6 +335,8 @@ pub struct LegendItem {
     pub text: String,
     /// Draw a short line instead of a filled square (for line series).
     pub line: bool,
+    /// The line's dash pattern (dash, gap in pixels); None for a solid line.
+    pub dash: Option<(u32, u32)>,
     /// Diagonal lines over the square: the mark of inferred (not measured) cells.
     pub hatched: bool,
     /// A marker instead of a square or line (the shape that tells a throughput family apart).
@@ -487,10 +489,16 @@ pub fn draw_legend<DB: DrawingBackend>(
             if let Some(shape) = it.shape {
                 marker(c, (x + SWATCH / 2, cy), shape, 5, it.color)?;
             } else if it.line {
-                c.area.draw(&PathElement::new(
-                    vec![(x, cy), (x + SWATCH, cy)],
-                    it.color.stroke_width(3),
-                ))?;
+                let (dash, gap) = it.dash.map_or((SWATCH, 0), |(d, g)| (d as i32, g as i32));
+                let mut at = 0;
+                while at < SWATCH {
+                    let end = (at + dash).min(SWATCH);
+                    c.area.draw(&PathElement::new(
+                        vec![(x + at, cy), (x + end, cy)],
+                        it.color.stroke_width(3),
+                    ))?;
+                    at = end + gap.max(1);
+                }
             } else {
                 let (a, b) = ((x, cy - SWATCH / 2), (x + SWATCH, cy + SWATCH / 2));
                 c.area.draw(&Rectangle::new([a, b], it.color.filled()))?;

@@ -123,6 +123,16 @@ fn title(f: &Facts) -> String {
     format!("Throughput: {} on {}", f.run.manifest.sweep.op, f.device())
 }
 
+/// The dash pattern of series `i` (dash, gap in pixels): solid through the palette, then
+/// dashed, then dotted, so that 21 series differ in colour or line before any two look alike.
+pub(super) fn dash(i: usize) -> Option<(u32, u32)> {
+    match (i / PALETTE.len()) % 3 {
+        0 => None,
+        1 => Some((8, 5)),
+        _ => Some((2, 4)),
+    }
+}
+
 /// The marker of a family (cycled past six: the legend still names each).
 fn shape(family: usize) -> Shape {
     Shape::ALL[family % Shape::ALL.len()]
@@ -164,6 +174,7 @@ impl Throughput {
             },
             text: k.clone(),
             line: true,
+            dash: if self.by_family() { None } else { dash(i) },
             hatched: false,
             shape: None,
         });
@@ -171,6 +182,7 @@ impl Throughput {
             color: self.family_color(i),
             text: fam.clone(),
             line: false,
+            dash: None,
             hatched: false,
             shape: Some(shape(i)),
         });
@@ -350,10 +362,21 @@ impl Throughput {
     ) -> DrawResult<DB> {
         for s in &p.series {
             let color = self.series_color(s);
-            chart.draw_series(LineSeries::new(
-                s.line.iter().copied(),
-                color.stroke_width(2),
-            ))?;
+            let style = color.stroke_width(2);
+            let pattern = if self.by_family() { None } else { dash(s.key) };
+            match pattern {
+                None => {
+                    chart.draw_series(LineSeries::new(s.line.iter().copied(), style))?;
+                }
+                Some((d, g)) => {
+                    chart.draw_series(DashedLineSeries::new(
+                        s.line.iter().copied(),
+                        d,
+                        g,
+                        style,
+                    ))?;
+                }
+            }
             let top = s
                 .points
                 .iter()
@@ -459,6 +482,20 @@ mod tests {
             .map(|(x, y)| (x - y).powi(2))
             .sum::<f64>()
             .sqrt()
+    }
+
+    /// With 40 env combinations the palette cycles: the first 21 series still differ in
+    /// colour or dash pattern.
+    #[test]
+    fn the_first_21_series_differ_in_colour_or_line() {
+        type Look = ((u8, u8, u8), Option<(u32, u32)>);
+        let looks: std::collections::HashSet<Look> = (0..21)
+            .map(|i| {
+                let c = PALETTE[i % PALETTE.len()];
+                ((c.0, c.1, c.2), super::dash(i))
+            })
+            .collect();
+        assert_eq!(looks.len(), 21);
     }
 
     /// Issue 31: one env combination's line was drawn in the red of "hang". No series colour

@@ -107,6 +107,7 @@ fn legend_items() -> Vec<LegendItem> {
                 color: facts::color(*s),
                 text,
                 line: false,
+                dash: None,
                 hatched: s.is_inferred(),
                 shape: None,
             }
@@ -116,6 +117,7 @@ fn legend_items() -> Vec<LegendItem> {
         color: NO_UNIT,
         text: "no unit".to_string(),
         line: false,
+        dash: None,
         hatched: false,
         shape: None,
     });
