@@ -186,13 +186,30 @@ fn recommend_rdna1_picks_gemm_off_and_finds_the_hang_region() {
         .find(|r| r.status == Some(Status::Hang))
         .expect("a hang rule");
     let text = hang.text();
-    assert!(
-        text.contains("c_in >= 16") || text.contains("c_in > 3"),
-        "{text}"
-    );
-    assert!(
-        text.contains("h >= 48") || text.contains("h > 32"),
-        "{text}"
+    // The channel pair is a category (issue 31): never `c_in >= 16`, as if it were a scale.
+    assert!(text.contains("c_in→c_out != 3→16"), "{text}");
+    assert!(!text.contains("c_in >="), "{text}");
+    assert!(text.contains("h >= 48"), "{text}");
+    // The boundary table says the same, pair by pair.
+    let rows: Vec<(String, String, String)> = worst
+        .boundaries
+        .iter()
+        .map(|b| {
+            let t = |p: Option<&rocsweep::analyze::boundary::Point>| {
+                p.map_or("-".to_string(), |p| p.text.clone())
+            };
+            (b.group.join(" "), t(b.ok_up_to()), t(b.fails_from()))
+        })
+        .collect();
+    let row = |g: &str, ok: &str, fail: &str| (g.to_string(), ok.to_string(), fail.to_string());
+    assert_eq!(
+        rows,
+        vec![
+            row("3→16", "48", "64"),
+            row("16→32", "32", "48"),
+            row("32→64", "32", "48"),
+            row("64→128", "32", "48"),
+        ]
     );
     assert_eq!(
         (hang.units, hang.exceptions, hang.phase.as_str()),

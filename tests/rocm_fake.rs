@@ -254,6 +254,22 @@ fn the_rdna1_map_comes_out_as_seed_004_says_and_bisect_draws_it_with_a_third_of_
         assert_eq!(row[phase], "compile", "{row:?}");
     }
 
+    // Issue 31: recommend's boundary table is the seed's table, row for row.
+    let contiguous = "contiguous: every value up to 128 fails";
+    let seed_table = |how: [&str; 3]| {
+        vec![
+            "| 3→16 | 128 (every value) | never | - | - |".to_string(),
+            format!("| 16→32 | 32 | 40 | {} | {contiguous} |", how[0]),
+            format!("| 32→64 | 48 | 56 | {} | {contiguous} |", how[1]),
+            format!("| 64→128 | 64 | 80 | {} | {contiguous} |", how[2]),
+        ]
+    };
+    assert_eq!(
+        boundary_table(&grid.dir),
+        seed_table(["hang in compile"; 3]),
+        "grid"
+    );
+
     let bdir = tmp.path().join("bisect");
     std::fs::create_dir_all(&bdir).unwrap();
     let b = run(
@@ -281,6 +297,32 @@ fn the_rdna1_map_comes_out_as_seed_004_says_and_bisect_draws_it_with_a_third_of_
         "bisect hung {measured_hangs} times, the grid {hangs}"
     );
     eprintln!("RDNA1 map: grid {hangs} hangs, bisect {measured_hangs}");
+    // The same boundaries from the bisect run, its inferred failures counted as such.
+    let inferred: Vec<String> = [8, 6, 4]
+        .iter()
+        .map(|&n| {
+            let run_here = bmap
+                .iter()
+                .filter(|(k, st)| {
+                    st[0] == "hang"
+                        && k.starts_with(match n {
+                            8 => "16/",
+                            6 => "32/",
+                            _ => "64/",
+                        })
+                })
+                .count();
+            format!(
+                "hang in compile ({run_here} run, {} inferred)",
+                n - run_here
+            )
+        })
+        .collect();
+    assert_eq!(
+        boundary_table(&b.dir),
+        seed_table([&inferred[0], &inferred[1], &inferred[2]].map(String::as_str)),
+        "bisect"
+    );
 
     let cdir = tmp.path().join("confirm");
     std::fs::create_dir_all(&cdir).unwrap();
@@ -301,6 +343,31 @@ fn the_rdna1_map_comes_out_as_seed_004_says_and_bisect_draws_it_with_a_third_of_
     let agrees = header.iter().position(|h| h == "agrees").unwrap();
     assert_eq!(rows.len(), 20);
     assert!(rows.iter().all(|r| r[agrees] == "yes"), "{rows:?}");
+}
+
+/// The rows of the boundary table `rocsweep recommend` writes for a run directory (one env
+/// combination, so the first table).
+fn boundary_table(dir: &Path) -> Vec<String> {
+    let out = dir.join("recommend");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("recommend")
+        .arg(dir)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("recommend.md")).unwrap();
+    let at = md
+        .find("Boundary along `h`")
+        .unwrap_or_else(|| panic!("no boundary table:\n{md}"));
+    md[at..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(str::to_string)
+        .collect()
 }
 
 /// Seeds 000-003 on gfx1151 (ROCm 7): each failure shows with its own status.

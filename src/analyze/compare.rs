@@ -389,11 +389,7 @@ pub fn command(
             .map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))
     };
     write("compare.csv", &csv_text(&c)?)?;
-    let ratios: Vec<f64> = c
-        .units
-        .iter()
-        .filter_map(|u| u.ratio.map(|r| r.0))
-        .collect();
+    let ratios: Vec<(f64, Verdict)> = c.units.iter().filter_map(|u| u.ratio).collect();
     let plot = if ratios.is_empty() {
         None
     } else {

@@ -1,6 +1,8 @@
 //! Everything after `run` reads only run directories (results.csv + manifest.json), never a
 //! device: comparison of two runs, env-var recommendations, and stand-alone reproductions.
 
+pub mod boundary;
+pub mod boundary_render;
 pub mod compare;
 pub mod compare_render;
 pub mod effect;

@@ -6,8 +6,9 @@
 //! combination (so no combination is rewarded for skipping the slow cases). Ties keep the
 //! manifest's order.
 
+use super::boundary::{self, Axes, Boundary};
 use super::effect::{self, Speed, VarEffect};
-use super::recommend_rules::{features, learn};
+use super::recommend_rules::{Feature, features, learn};
 use crate::error::CmdError;
 use crate::results::rundata::{Row, RunData};
 use crate::results::status::Status;
@@ -21,20 +22,25 @@ pub const PROFILE_NAME: &str = "rocsweep-env.sh";
 /// A leaf of the failure tree as a sentence.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
-    /// What the leaf predicts: a failure status (the most common one in it) or `None` for ok.
+    /// What the leaf predicts: a failure status or `None` for ok.
     pub status: Option<Status>,
     /// The most common phase of that status in the leaf.
     pub phase: String,
-    /// `c_in >= 16 and h >= 48`; empty when the rule covers the whole sweep.
+    /// `c_in→c_out = 16→32 and h >= 40`; empty when the rule covers the whole sweep.
     pub when: String,
     pub units: usize,
-    /// Units in the leaf that disagree with it.
+    /// Units in the leaf whose outcome is not the rule's (another failure counts too).
     pub exceptions: usize,
-    /// Failures in the leaf with another status, e.g. one crash among hangs.
-    pub also: Vec<(Status, usize)>,
+    /// The exceptions, named (`ok at h=40`), the rest counted (`3 more`).
+    pub exception_list: Vec<String>,
+    /// Units of the rule's status that a boundary search inferred instead of running.
+    pub inferred: usize,
 }
 
 impl Rule {
+    /// `hangs in compile when ... (6 units; exceptions: 0)` for a pure leaf; a leaf with
+    /// exceptions is never written as if it held everywhere: `mostly hangs ... (exceptions: 2:
+    /// ok at h=40, ok at h=48)`.
     pub fn text(&self) -> String {
         let what = match self.status {
             None => "ok".to_string(),
@@ -56,22 +62,33 @@ impl Rule {
                 }
             }
         };
+        let what = if self.exceptions > 0 {
+            format!("mostly {what}")
+        } else {
+            what
+        };
         let when = if self.when.is_empty() {
             "everywhere in the sweep".to_string()
         } else {
             format!("when {}", self.when)
         };
-        let also = if self.also.is_empty() {
-            String::new()
+        let inferred = if self.inferred > 0 {
+            format!(
+                ", {} of them inferred by the boundary search",
+                self.inferred
+            )
         } else {
-            let v: Vec<String> = self.also.iter().map(|(s, n)| format!("{n} {s}")).collect();
-            format!("; also {}", v.join(", "))
+            String::new()
+        };
+        let exceptions = if self.exception_list.is_empty() {
+            self.exceptions.to_string()
+        } else {
+            format!("{}: {}", self.exceptions, self.exception_list.join(", "))
         };
         format!(
-            "{what} {when} ({} unit{}; exceptions: {}{also})",
+            "{what} {when} ({} unit{}{inferred}; exceptions: {exceptions})",
             self.units,
             if self.units == 1 { "" } else { "s" },
-            self.exceptions
         )
     }
 }
@@ -90,6 +107,10 @@ pub struct ComboReport {
     pub throughput: Option<f64>,
     pub fail_rules: Vec<Rule>,
     pub ok_rules: Vec<Rule>,
+    /// The device its units ran on (rows' `device`), when known.
+    pub device: String,
+    /// Where each of the combination's lines starts failing along `Recommendation::axes.along`.
+    pub boundaries: Vec<Boundary>,
     /// For a sweep weighted by a model's calls: the share of the calls in each status.
     pub model: Option<String>,
 }
@@ -136,8 +157,10 @@ pub struct Recommendation {
     pub metric: Option<&'static str>,
     /// Units (case and solver) ok in every combination: what the throughput is taken over.
     pub common_units: usize,
-    /// Parameters the rules may split on (those that vary in the run).
+    /// Parameters the rules may split on (those that vary in the run; a zip group as one).
     pub features: Vec<String>,
+    /// The axis the boundary tables go along, and the groups that make their lines.
+    pub axes: Axes,
     /// What each varied variable changed (effect.rs).
     pub effects: Vec<VarEffect>,
     /// What the profile exports, with why, in the best combination's variable order.
@@ -172,8 +195,9 @@ pub fn recommend(run: &RunData) -> Recommendation {
     let common = ok_everywhere(run, &combos);
     let metric = common_metric(run, &common);
 
-    let feats = features(&run.rows, &run.param_names);
-    let mut reports = combo_reports(run, &combos, &common, metric, &feats);
+    let axes = Axes::of(run);
+    let feats = features(&run.rows, &run.param_names, &axes);
+    let mut reports = combo_reports(run, &combos, &common, metric, &feats, &axes);
     rank(&mut reports);
     let vars_of: HashMap<String, Vec<(String, String)>> = combos.iter().cloned().collect();
     let effects = effect::effects(&run.rows, &varied_vars, &vars_of);
@@ -182,7 +206,7 @@ pub fn recommend(run: &RunData) -> Recommendation {
         sweep: m.sweep.name.clone(),
         sha256: m.sweep.sha256.clone(),
         backend: m.backend.backend.clone(),
-        devices: m.backend.devices.clone(),
+        devices: devices(run),
         host: format!(
             "{} ({}, kernel {})",
             m.host.hostname, m.host.os, m.host.kernel
@@ -192,12 +216,50 @@ pub fn recommend(run: &RunData) -> Recommendation {
         varied_vars,
         metric: metric.map(|m| m.0),
         common_units: common.len(),
-        features: feats.into_iter().map(|f| f.0).collect(),
+        features: feats.into_iter().map(|f| f.name).collect(),
+        axes,
         effects,
         decisions: Vec::new(),
     };
     rec.decisions = rec.decide();
     rec
+}
+
+/// The devices the units ran on (each row's is what its own worker reported: an env variable
+/// can change it), else what the manifest recorded.
+fn devices(run: &RunData) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in &run.rows {
+        if !r.device.is_empty() && !out.contains(&r.device) {
+            out.push(r.device.clone());
+        }
+    }
+    if out.is_empty() {
+        run.manifest.backend.devices.clone()
+    } else {
+        out
+    }
+}
+
+/// The device one env combination's units ran on (their rows' `device`, else what the manifest
+/// recorded for the combination): an env variable can change it (RAYON_NUM_THREADS,
+/// HIP_VISIBLE_DEVICES), so one device for the whole run can be untrue of some combinations.
+pub fn env_device(run: &RunData, key: &str) -> String {
+    let from_rows: std::collections::BTreeSet<&str> = run
+        .rows
+        .iter()
+        .filter(|r| r.env == key && !r.device.is_empty())
+        .map(|r| r.device.as_str())
+        .collect();
+    if from_rows.is_empty() {
+        run.manifest
+            .env_devices
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        from_rows.into_iter().collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// The env combinations with their variables: (key, vars).
@@ -291,7 +353,8 @@ fn combo_reports(
     combos: &[(String, Vec<(String, String)>)],
     common: &HashSet<(String, String)>,
     metric: Option<Metric>,
-    feats: &[(String, bool)],
+    feats: &[Feature],
+    axes: &Axes,
 ) -> Vec<ComboReport> {
     let keys: Vec<String> = combos.iter().map(|(k, _)| k.clone()).collect();
     let label = |r: &Row| r.params_text().replace(';', " ");
@@ -310,7 +373,10 @@ fn combo_reports(
             }
             let throughput = metric.and_then(|(_, get)| geomean(&rows, common, get));
             let (fail_rules, ok_rules) = learn(&rows, feats);
+            let boundaries = boundary::boundaries(rows.iter().copied(), axes, &keys);
+            let device = env_device(run, key);
             ComboReport {
+                device,
                 key: key.clone(),
                 vars: vars.clone(),
                 units: rows.len(),
@@ -320,6 +386,7 @@ fn combo_reports(
                 throughput,
                 fail_rules,
                 ok_rules,
+                boundaries,
                 model,
             }
         })

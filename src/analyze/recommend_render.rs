@@ -1,7 +1,9 @@
 //! recommend.md and the shell profile from a [`Recommendation`](super::recommend::Recommendation):
 //! text only, no files.
 
-use super::recommend::{PROFILE_NAME, Recommendation};
+use super::boundary::{self, Boundary};
+use super::boundary_render::{self, Show};
+use super::recommend::{ComboReport, PROFILE_NAME, Recommendation};
 use super::tree;
 use crate::markup::markdown::{code, escape as md, table};
 use crate::markup::shell;
@@ -40,8 +42,17 @@ pub fn profile(r: &Recommendation) -> String {
                 best.ok,
                 best.units
             ));
-            for rule in &best.fail_rules {
-                lines.push(format!("Still {}", rule.text()));
+            let with_solver = several_solvers(&best.boundaries);
+            for b in best.boundaries.iter().filter(|b| b.fails_from().is_some()) {
+                lines.push(format!(
+                    "Still fails: {}",
+                    boundary_render::sentence(b, &r.axes, with_solver)
+                ));
+            }
+            if best.boundaries.is_empty() {
+                for rule in &best.fail_rules {
+                    lines.push(format!("Still {}", rule.text()));
+                }
             }
             if best.vars.is_empty() {
                 lines.push("The sweep set no environment variables: nothing to export.".into());
@@ -165,9 +176,19 @@ fn ranking(s: &mut String, r: &Recommendation) {
     }
     let metric = r.metric.unwrap_or("throughput");
     let geomean = format!("geomean {metric} over {} common units", r.common_units);
-    let mut t = Table::new(&[
-        ("rank", true),
-        ("combination", false),
+    // Each combination's device, when they differ (an env variable can change it).
+    let devices_differ = r
+        .combos
+        .iter()
+        .map(|c| c.device.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1;
+    let mut cols: Vec<(&str, bool)> = vec![("rank", true), ("combination", false)];
+    if devices_differ {
+        cols.push(("device", false));
+    }
+    cols.extend([
         ("units", true),
         ("failures", true),
         ("hang", true),
@@ -177,11 +198,14 @@ fn ranking(s: &mut String, r: &Recommendation) {
         ("ok", true),
         (&geomean, true),
     ]);
+    let mut t = Table::new(&cols);
     for (i, c) in r.combos.iter().enumerate() {
         let wrong = c.count(Status::Mismatch) + c.count(Status::Zeros) + c.count(Status::Nonfinite);
-        t.push(vec![
-            Cell::num(i + 1),
-            Cell::Code(r.label(c)),
+        let mut cells = vec![Cell::num(i + 1), Cell::Code(r.label(c))];
+        if devices_differ {
+            cells.push(Cell::text(c.device.clone()));
+        }
+        cells.extend([
             Cell::num(c.units),
             Cell::num(c.failures),
             Cell::num(c.count(Status::Hang)),
@@ -191,6 +215,7 @@ fn ranking(s: &mut String, r: &Recommendation) {
             Cell::num(c.ok),
             Cell::Num(fmt_throughput(c.throughput)),
         ]);
+        t.push(cells);
     }
     s.push_str(&table(&t, usize::MAX));
     s.push_str(
@@ -241,9 +266,32 @@ fn effects(s: &mut String, r: &Recommendation) {
     }
 }
 
-/// Per combination, the rules of where it fails and where it is safe.
+/// Whether the lines run several solvers (then a line's name says which).
+fn several_solvers(lines: &[Boundary]) -> bool {
+    lines
+        .iter()
+        .map(|l| l.solver.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1
+}
+
+/// Per combination, the boundary table along the ordered axis, then the rules of where it fails
+/// and where it is safe.
 fn failures(s: &mut String, r: &Recommendation) {
     s.push_str("\n## Where each combination fails\n\n");
+    if let Some(along) = r.axes.along.as_deref()
+        && r.combos
+            .iter()
+            .any(|c| boundary::worth_a_table(&c.boundaries))
+    {
+        let _ = writeln!(
+            s,
+            "First, per combination, the boundary along {} as measured. {}\n",
+            code(along),
+            boundary_render::explanation(along)
+        );
+    }
     let feats = if r.features.is_empty() {
         "none (no parameter varies)".to_string()
     } else {
@@ -251,16 +299,20 @@ fn failures(s: &mut String, r: &Recommendation) {
     };
     let _ = writeln!(
         s,
-        "Rules are the leaves of a decision tree (Gini splits on the parameters that vary: {feats}; depth <= {}), \
-         fitted per combination to fails-or-not. `exceptions` counts units in a leaf that disagree with it. \
-         Skipped and interrupted units are left out.\n",
-        tree::MAX_DEPTH
+        "Then rules: the leaves of a decision tree (Gini splits on the parameters that vary: {feats}; a zip group is one \
+         category; each failing status is a class of its own), fitted per combination. The tree starts at depth {} and goes \
+         deeper (up to {}) while that makes every leaf pure, as long as it keeps at most {} leaves; a leaf that still \
+         mixes outcomes is written \"mostly\" and names its exceptions. Skipped and interrupted units are left out.\n",
+        tree::MAX_DEPTH,
+        tree::MAX_PURE_DEPTH,
+        tree::MAX_LEAVES
     );
     for (i, c) in r.combos.iter().enumerate() {
         let _ = writeln!(s, "### {}. {}\n", i + 1, code(&r.label(c)));
         if let Some(model) = &c.model {
             let _ = writeln!(s, "Weighted by the model's calls: {}.\n", md(model));
         }
+        boundary_table(s, r, c);
         if c.failures == 0 {
             let rest = if c.ok == c.units {
                 String::new()
@@ -289,4 +341,24 @@ fn failures(s: &mut String, r: &Recommendation) {
         }
         s.push('\n');
     }
+}
+
+/// The combination's boundary table, when a line has two values to compare.
+fn boundary_table(s: &mut String, r: &Recommendation, c: &ComboReport) {
+    let Some(along) = r.axes.along.as_deref() else {
+        return;
+    };
+    if !boundary::worth_a_table(&c.boundaries) {
+        return;
+    }
+    let show = Show {
+        env: None,
+        solver: several_solvers(&c.boundaries),
+    };
+    let _ = writeln!(s, "Boundary along {}:\n", code(along));
+    s.push_str(&table(
+        &boundary_render::table(&c.boundaries, &r.axes, &show),
+        usize::MAX,
+    ));
+    s.push('\n');
 }

@@ -15,6 +15,9 @@ const BAR_ROW: u32 = 44;
 const BAR_H: i32 = 30;
 const AXIS_H: u32 = 56;
 const TOTAL_W: u32 = 70;
+/// Labels wider than this wrap onto more lines (all rows get the height of the tallest).
+const MAX_LABEL_W: u32 = 520;
+const LABEL_LINE_H: u32 = 17;
 
 pub struct Counts {
     title: String,
@@ -61,7 +64,7 @@ pub fn build(f: &Facts) -> Counts {
         .map(|(l, _)| draw::text_width(&lf, l))
         .max()
         .unwrap_or(0)
-        .clamp(60, 420)
+        .clamp(60, MAX_LABEL_W)
         + 14;
     let max_total = bars
         .iter()
@@ -88,6 +91,26 @@ pub fn build(f: &Facts) -> Counts {
 }
 
 impl Counts {
+    /// A bar's label in lines that fit the label column (wrapped, never cut).
+    pub(super) fn label_lines(&self, label: &str) -> Vec<String> {
+        draw::wrap(&draw::font(14.0), label, self.label_w - 14)
+    }
+
+    /// Height of a bar's row: room for the label with the most lines.
+    fn row_h(&self) -> u32 {
+        let lines = self
+            .bars
+            .iter()
+            .map(|(l, _)| self.label_lines(l).len() as u32)
+            .max()
+            .unwrap_or(1);
+        BAR_ROW.max(lines * LABEL_LINE_H + 10)
+    }
+
+    fn top(&self) -> u32 {
+        TOP + draw::head_extra(&self.title, &self.subtitle, WIDTH)
+    }
+
     /// Only statuses that occur: the heatmap's legend already shows the full key.
     fn legend(&self) -> Vec<LegendItem> {
         Status::ALL
@@ -98,6 +121,7 @@ impl Counts {
                 color: facts::color(*s),
                 text: s.name().to_string(),
                 line: false,
+                dash: None,
                 hatched: s.is_inferred(),
                 shape: None,
             })
@@ -110,17 +134,22 @@ impl Figure for Counts {
         let legend = draw::legend_height(&self.legend(), &draw::font(14.0), WIDTH - 2 * MARGIN);
         (
             WIDTH,
-            TOP + BAR_ROW * self.bars.len() as u32 + AXIS_H + legend + MARGIN,
+            self.top() + self.row_h() * self.bars.len() as u32 + AXIS_H + legend + MARGIN,
         )
     }
 
     fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
-        draw::title(c, &self.title, WIDTH)?;
-        draw::subtitle(c, &self.subtitle, WIDTH, 50)?;
+        draw::head(
+            c,
+            &draw::title_lines(&self.title, WIDTH),
+            &draw::subtitle_lines(&self.subtitle, WIDTH),
+            WIDTH,
+        )?;
+        let row_h = self.row_h() as i32;
         let gx = (MARGIN + self.label_w) as i32;
         let gw = (WIDTH - MARGIN - self.label_w - TOTAL_W) as i32;
-        let gy = TOP as i32;
-        let gh = (BAR_ROW * self.bars.len() as u32) as i32;
+        let gy = self.top() as i32;
+        let gh = row_h * self.bars.len() as i32;
         let px = |n: u64| gx + (n as f64 / self.axis_max as f64 * gw as f64).round() as i32;
         let grid = RGBColor(0xe0, 0xe0, 0xe0);
         let lf = draw::font(13.0);
@@ -147,9 +176,13 @@ impl Figure for Counts {
             draw::CENTER,
         )?;
         for (row, (label, counts)) in self.bars.iter().enumerate() {
-            let cy = gy + row as i32 * BAR_ROW as i32 + BAR_ROW as i32 / 2;
-            let shown = draw::fit(&af, label, self.label_w - 14);
-            c.text(&shown, (gx - 10, cy), &af, &BLACK, draw::RIGHT)?;
+            let cy = gy + row as i32 * row_h + row_h / 2;
+            let lines = self.label_lines(label);
+            let first = cy - ((lines.len() as i32 - 1) * LABEL_LINE_H as i32) / 2;
+            for (i, line) in lines.iter().enumerate() {
+                let at = (gx - 10, first + i as i32 * LABEL_LINE_H as i32);
+                c.text(line, at, &af, &BLACK, draw::RIGHT)?;
+            }
             let mut acc = 0u64;
             for (i, s) in Status::ALL.iter().enumerate() {
                 let n = counts[i];

@@ -14,6 +14,11 @@ use plotters::style::{FontDesc, FontStyle, register_font};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+mod text;
+pub use text::{
+    SUBTITLE_LINE_H, TITLE_LINE_H, head, head_extra, subtitle_lines, title, title_lines, wrap,
+};
+
 pub const FONT: &str = "sans-serif";
 
 pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -264,6 +269,8 @@ pub struct LegendItem {
     pub text: String,
     /// Draw a short line instead of a filled square (for line series).
     pub line: bool,
+    /// The line's dash pattern (dash, gap in pixels); None for a solid line.
+    pub dash: Option<(u32, u32)>,
     /// Diagonal lines over the square: the mark of inferred (not measured) cells.
     pub hatched: bool,
     /// A marker instead of a square or line (the shape that tells a throughput family apart).
@@ -416,10 +423,16 @@ pub fn draw_legend<DB: DrawingBackend>(
             if let Some(shape) = it.shape {
                 marker(c, (x + SWATCH / 2, cy), shape, 5, it.color)?;
             } else if it.line {
-                c.area.draw(&PathElement::new(
-                    vec![(x, cy), (x + SWATCH, cy)],
-                    it.color.stroke_width(3),
-                ))?;
+                let (dash, gap) = it.dash.map_or((SWATCH, 0), |(d, g)| (d as i32, g as i32));
+                let mut at = 0;
+                while at < SWATCH {
+                    let end = (at + dash).min(SWATCH);
+                    c.area.draw(&PathElement::new(
+                        vec![(x + at, cy), (x + end, cy)],
+                        it.color.stroke_width(3),
+                    ))?;
+                    at = end + gap.max(1);
+                }
             } else {
                 let (a, b) = ((x, cy - SWATCH / 2), (x + SWATCH, cy + SWATCH / 2));
                 c.area.draw(&Rectangle::new([a, b], it.color.filled()))?;
@@ -462,23 +475,4 @@ impl Figure for NoData {
             CENTER,
         )
     }
-}
-
-/// The figure's title, centred in the top 40 pixels.
-pub fn title<DB: DrawingBackend>(c: &Canvas<DB>, text: &str, width: u32) -> DrawResult<DB> {
-    let f = bold(20.0);
-    let shown = fit(&f, text, width.saturating_sub(20));
-    c.text(&shown, (width as i32 / 2, 22), &f, &BLACK, CENTER)
-}
-
-/// A line of smaller text under the title.
-pub fn subtitle<DB: DrawingBackend>(
-    c: &Canvas<DB>,
-    text: &str,
-    width: u32,
-    y: i32,
-) -> DrawResult<DB> {
-    let f = font(14.0);
-    let shown = fit(&f, text, width.saturating_sub(40));
-    c.text(&shown, (width as i32 / 2, y), &f, &SUBTLE, CENTER)
 }

@@ -7,6 +7,9 @@ use plotters::style::RGBColor;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+mod env;
+pub use env::{env_devices, short_env_labels, with_devices};
+
 /// Fixed per status so that every report of every run reads the same way.
 pub fn color(s: Status) -> RGBColor {
     match s {
@@ -146,7 +149,7 @@ impl<'a> Facts<'a> {
                 envs.push(r.env.clone());
             }
         }
-        let env_labels = short_env_labels(&envs);
+        let env_labels = with_devices(short_env_labels(&envs), &env_devices(run, &envs));
         let mut solvers: Vec<String> = Vec::new();
         for r in &run.rows {
             if !solvers.contains(&r.solver) {
@@ -391,6 +394,21 @@ impl<'a> Facts<'a> {
             .collect()
     }
 
+    /// The boundary table of the run along its ordered axis (`analyze::boundary`), with the
+    /// axis's name; None when no line has two values to compare.
+    pub fn boundary_table(&self) -> Option<(String, crate::markup::table::Table)> {
+        use crate::analyze::{boundary, boundary_render};
+        let axes = boundary::Axes::of(self.run);
+        let along = axes.along.clone()?;
+        let lines = boundary::boundaries(self.rows(), &axes, &self.envs);
+        if !boundary::worth_a_table(&lines) {
+            return None;
+        }
+        let label = |e: &str| self.env_label(e).to_string();
+        let show = boundary_render::Show::for_lines(&lines, &label);
+        Some((along, boundary_render::table(&lines, &axes, &show)))
+    }
+
     /// The run directory as written in the report: absolute when it can be.
     pub fn dir_text(&self) -> String {
         std::fs::canonicalize(&self.run.dir)
@@ -415,48 +433,6 @@ pub fn counts_line(counts: &[u64; Status::COUNT]) -> String {
     } else {
         format!("{total} {unit_word}: {}", parts.join(", "))
     }
-}
-
-/// Env keys shortened to the variables that differ between them, since the fixed ones repeat
-/// on every label and push the differing ones out of sight.
-pub fn short_env_labels(envs: &[String]) -> Vec<String> {
-    let parsed: Vec<Vec<(&str, &str)>> = envs
-        .iter()
-        .map(|e| {
-            e.split(';')
-                .filter(|p| !p.is_empty())
-                .map(|p| p.split_once('=').unwrap_or((p, "")))
-                .collect()
-        })
-        .collect();
-    let names: BTreeSet<&str> = parsed.iter().flatten().map(|(k, _)| *k).collect();
-    let differing: BTreeSet<&str> = names
-        .into_iter()
-        .filter(|name| {
-            let values: BTreeSet<Option<&str>> = parsed
-                .iter()
-                .map(|p| p.iter().find(|(k, _)| k == name).map(|(_, v)| *v))
-                .collect();
-            values.len() > 1
-        })
-        .collect();
-    envs.iter()
-        .zip(&parsed)
-        .map(|(key, pairs)| {
-            let shown: Vec<String> = pairs
-                .iter()
-                .filter(|(k, _)| differing.contains(k))
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            if !shown.is_empty() {
-                shown.join(" ")
-            } else if key.is_empty() {
-                "no env variables".to_string()
-            } else {
-                key.replace(';', " ")
-            }
-        })
-        .collect()
 }
 
 /// Engineering notation for axis ticks and tables: 65.5k, 4.19M, 1.2G.
@@ -497,17 +473,6 @@ pub fn ms(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn env_labels_keep_only_differing_variables() {
-        let envs = vec!["A=1;B=0".to_string(), "A=1;B=1".to_string()];
-        assert_eq!(short_env_labels(&envs), vec!["B=0", "B=1"]);
-        assert_eq!(
-            short_env_labels(&["".to_string()]),
-            vec!["no env variables"]
-        );
-        assert_eq!(short_env_labels(&["A=1;C=2".to_string()]), vec!["A=1 C=2"]);
-    }
 
     #[test]
     fn counts_line_lists_present_statuses_in_order() {

@@ -32,6 +32,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 mod picture;
+#[cfg(test)]
+mod tests;
 
 const MAX_ROWS: usize = 40;
 /// The picture's per-solver panels past this many are left out (report.html keeps them all).
@@ -46,6 +48,9 @@ const PANEL_TITLE_H: u32 = 28;
 const Y_TITLE_ROW_H: u32 = 22;
 const BELOW_GRID_H: u32 = 62;
 const LABEL_PX: f64 = 13.0;
+/// Row labels are never cut below this; past it (an imported model's dozen parameters) the
+/// label's last parameters are folded into the subtitle instead (`YAxis::new`).
+pub(super) const MAX_Y_LABEL_W: u32 = 1400;
 
 #[derive(Clone, Debug)]
 pub(super) struct Cell {
@@ -60,6 +65,15 @@ pub(super) struct Cell {
     pub case: String,
     /// Units the cell stands for.
     pub units: usize,
+}
+
+impl Heatmap {
+    /// Whether some panel has a cell no unit fills.
+    pub fn has_empty_cells(&self) -> bool {
+        self.panels
+            .iter()
+            .any(|p| p.cells.iter().any(Option::is_none))
+    }
 }
 
 impl Cell {
@@ -104,7 +118,17 @@ pub struct Heatmap {
     cell_w: u32,
     y_label_w: u32,
     cols: u32,
+    /// Lines of the longest panel title, wrapped to the panel's width (titles are never cut).
+    title_lines: u32,
 }
+
+/// What a light grey cell means, said wherever the map is shown with one.
+pub const NO_UNIT_TEXT: &str = "light grey (no unit): no unit of the run has these values in this panel (the sweep's filters or invalid combinations left the case out, the solver or env combination did not run it, or the run stopped before it)";
+
+/// Panel titles: bold, this size.
+const PANEL_TITLE_PX: f64 = 15.0;
+/// Each wrapped line of a panel title past the first adds this much.
+const PANEL_TITLE_LINE_H: u32 = 19;
 
 /// Draws `map` (`build`'s, None for a run without rows) as heatmap.png and heatmap.svg.
 pub fn write(f: &Facts, map: Option<&Heatmap>, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
@@ -325,7 +349,11 @@ impl YAxis {
                 .collect::<HashSet<_>>()
                 .into_iter()
                 .collect();
-            if keys.len() <= MAX_ROWS || params.len() <= 1 {
+            let lf = draw::font(LABEL_PX);
+            let fits = keys
+                .iter()
+                .all(|k| draw::text_width(&lf, &y_label(&params, k)) <= MAX_Y_LABEL_W);
+            if (keys.len() <= MAX_ROWS && fits) || params.len() <= 1 {
                 break;
             }
             if let Some(p) = params.pop() {
@@ -358,9 +386,12 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
     let y = YAxis::new(f, &order, groups);
     let (mut panels, panel_of) = panels_for(f, x.labels.len() * y.labels.len());
     fill(f, &x, &y, &mut panels, &panel_of);
-    let subtitle = subtitle(f, &y.folded, &panels);
+    let mut subtitle = subtitle(f, &y.folded, &panels);
+    if panels.iter().any(|p| p.cells.iter().any(Option::is_none)) {
+        subtitle.push(NO_UNIT_TEXT.to_string());
+    }
     let (cell_w, y_label_w, cols) = layout(&x, &y, &panels);
-    Some(Heatmap {
+    let mut map = Heatmap {
         title: title(f),
         subtitle,
         x_title: x.title,
@@ -371,7 +402,10 @@ pub fn build(f: &Facts) -> Option<Heatmap> {
         cell_w,
         y_label_w,
         cols,
-    })
+        title_lines: 1,
+    };
+    map.title_lines = map.wrap_titles();
+    Some(map)
 }
 
 /// Puts every row into its cell of each panel it belongs to, keeping the worst (or, in a
@@ -477,7 +511,8 @@ fn layout(x: &XAxis, y: &YAxis, panels: &[Panel]) -> (u32, u32, u32) {
         )))
         .max()
         .unwrap_or(0)
-        .clamp(30, 320)
+        // Wide enough for the widest label: a label cut short can make two rows read alike.
+        .clamp(30, MAX_Y_LABEL_W)
         + 10;
     let nx = x.labels.len();
     let cell_w = (680 / nx.max(1) as u32).clamp(46, 96);

@@ -115,6 +115,17 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         .collect();
     for p in plots {
         plot(&mut h, p, map, &listed)?;
+        if p.as_map
+            && let Some((along, t)) = f.boundary_table()
+        {
+            let _ = writeln!(
+                h,
+                "<h2>Boundaries along {}</h2>\n<p class=\"note\">{}</p>",
+                escape(&along),
+                escape(&crate::analyze::boundary_render::explanation(&along))
+            );
+            table(&mut h, &t, MAX_TABLE_ROWS);
+        }
     }
     h.push_str("<h2>Failures</h2>\n");
     if failures.is_empty() {

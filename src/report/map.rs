@@ -23,11 +23,19 @@ table.map th { background: none; border: 0; color: #555; font-weight: normal; pa
 table.map th.y { text-align: right; }
 table.map th.axis { font-weight: bold; }
 details.panels > summary { cursor: pointer; font-size: 15px; margin: 8px 0; }
+ul.legend { list-style: none; padding: 0; margin: 8px 0; display: flex; flex-wrap: wrap; gap: 4px 16px; font-size: 13px; }
+ul.legend li { white-space: nowrap; }
+ul.legend .sw { text-align: center; font-size: 9px; line-height: 12px; }
 "#;
 
 /// Writes the map's panels: overviews first, the per-solver panels after (folded when many).
 pub fn write(h: &mut String, m: &Heatmap, listed: &HashSet<&str>) {
-    for line in &m.subtitle {
+    // The empty cell is explained under the legend.
+    for line in m
+        .subtitle
+        .iter()
+        .filter(|l| *l != super::heatmap::NO_UNIT_TEXT)
+    {
         let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(line));
     }
     let (overview, solvers): (Vec<&Panel>, Vec<&Panel>) = m.panels.iter().partition(|p| p.overview);
@@ -44,6 +52,50 @@ pub fn write(h: &mut String, m: &Heatmap, listed: &HashSet<&str>) {
         h.push_str("</details>\n");
     } else {
         panels(h, m, &solvers, listed);
+    }
+    legend(h, m);
+}
+
+/// The map's key, as heatmap.png's legend has it: each status's colour and letter (inferred
+/// ones hatched), then the empty cell, explained when the map has one.
+fn legend(h: &mut String, m: &Heatmap) {
+    h.push_str("<ul class=\"legend\">\n");
+    for s in crate::results::status::Status::ALL {
+        let bg = facts::color(s);
+        let code = facts::code(s);
+        let class = if s.is_inferred() { "sw hatched" } else { "sw" };
+        let text = if code.is_empty() {
+            s.name().to_string()
+        } else if facts::shows_phase(s) {
+            format!("{code}:phase {s}")
+        } else {
+            format!("{code} {s}")
+        };
+        let note = match s {
+            crate::results::status::Status::InferredOk => " (hatched: inferred, not run)",
+            crate::results::status::Status::InferredFail => {
+                " (hatched, in the colour of the failure it was inferred from)"
+            }
+            _ => "",
+        };
+        let _ = writeln!(
+            h,
+            "<li><span class=\"{class}\" style=\"background:{}\"></span>{}{note}</li>",
+            facts::hex(bg),
+            escape(&text)
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<li><span class=\"sw\" style=\"background:{}\"></span>no unit</li>\n</ul>",
+        facts::hex(facts::NO_UNIT)
+    );
+    if m.has_empty_cells() {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">A {}.</p>",
+            escape(super::heatmap::NO_UNIT_TEXT)
+        );
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::facts::{self, Facts};
 use super::table::{self, Fastest};
+use crate::analyze::boundary_render;
 use crate::error::CmdError;
 use crate::markup::markdown::{escape as cell, table};
 use crate::results::rundata::Row;
@@ -35,6 +36,7 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
             let _ = writeln!(s, "- {}: {}", cell(env), cell(line));
         }
     }
+    boundaries(&mut s, f);
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
         f.not_ok().into_iter().partition(|r| r.status.is_failure());
     s.push_str("\n## Failures\n\n");
@@ -61,6 +63,19 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     }
     s.push_str("- summary.md\n- results.csv, manifest.json (the data all of this is made from)\n");
     s
+}
+
+/// Where each line starts failing along the ordered axis (when some line has two values).
+fn boundaries(s: &mut String, f: &Facts) {
+    let Some((along, t)) = f.boundary_table() else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n## Boundaries along {along}\n\n{}\n",
+        boundary_render::explanation(&along)
+    );
+    s.push_str(&table(&t, MAX_TABLE_ROWS));
 }
 
 fn fastest_table(s: &mut String, f: &Facts) {

@@ -27,23 +27,21 @@ const Y_LABELS_W: u32 = 64;
 const X_LABELS_H: u32 = 30;
 const X_DESC_H: u32 = 40;
 const PANEL_TITLE_H: u32 = 26;
+const PANEL_TITLE_LINE_H: u32 = 17;
 const SINGLE_H: u32 = 540;
 const MULTI_H: u32 = 330;
 
-/// Distinct on white and from each other; cycled when there are more series.
-const PALETTE: [RGBColor; 12] = [
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0xd6, 0x27, 0x28),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0xe3, 0x77, 0xc2),
-    RGBColor(0x17, 0xbe, 0xcf),
-    RGBColor(0xbc, 0xbd, 0x22),
-    RGBColor(0x7f, 0x7f, 0x7f),
-    RGBColor(0x39, 0x3b, 0x79),
-    RGBColor(0x63, 0x79, 0x39),
+/// Distinct on white and from each other (CIE76 distance at least 22), and from every status
+/// colour of the heatmap and counts plot (at least 25), so that no line reads as "hang" red or
+/// "ok" green; cycled when there are more series (markers and the legend still tell them apart).
+pub(super) const PALETTE: [RGBColor; 7] = [
+    RGBColor(0x01, 0x57, 0x9b),
+    RGBColor(0x82, 0x77, 0x17),
+    RGBColor(0x00, 0x69, 0x5c),
+    RGBColor(0xb3, 0x9d, 0xdb),
+    RGBColor(0x3f, 0x51, 0xb5),
+    RGBColor(0x33, 0x69, 0x1e),
+    RGBColor(0x26, 0xa6, 0x9a),
 ];
 
 struct Series {
@@ -125,6 +123,16 @@ fn title(f: &Facts) -> String {
     format!("Throughput: {} on {}", f.run.manifest.sweep.op, f.device())
 }
 
+/// The dash pattern of series `i` (dash, gap in pixels): solid through the palette, then
+/// dashed, then dotted, so that 21 series differ in colour or line before any two look alike.
+pub(super) fn dash(i: usize) -> Option<(u32, u32)> {
+    match (i / PALETTE.len()) % 3 {
+        0 => None,
+        1 => Some((8, 5)),
+        _ => Some((2, 4)),
+    }
+}
+
 /// The marker of a family (cycled past six: the legend still names each).
 fn shape(family: usize) -> Shape {
     Shape::ALL[family % Shape::ALL.len()]
@@ -166,6 +174,7 @@ impl Throughput {
             },
             text: k.clone(),
             line: true,
+            dash: if self.by_family() { None } else { dash(i) },
             hatched: false,
             shape: None,
         });
@@ -173,6 +182,7 @@ impl Throughput {
             color: self.family_color(i),
             text: fam.clone(),
             line: false,
+            dash: None,
             hatched: false,
             shape: Some(shape(i)),
         });
@@ -204,10 +214,27 @@ impl Throughput {
     }
     fn panel_h(&self) -> u32 {
         if self.multi() {
-            PANEL_TITLE_H + MULTI_H
+            self.panel_title_h() + MULTI_H
         } else {
             SINGLE_H
         }
+    }
+    /// A panel's title in lines that fit the panel (wrapped, never cut).
+    fn panel_title_lines(&self, p: &Panel) -> Vec<String> {
+        draw::wrap(&draw::bold(14.0), &p.title, self.panel_w() - 20)
+    }
+    fn panel_title_h(&self) -> u32 {
+        let lines = self
+            .panels
+            .iter()
+            .map(|p| self.panel_title_lines(p).len() as u32)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        PANEL_TITLE_H + PANEL_TITLE_LINE_H * (lines - 1)
+    }
+    fn top(&self) -> u32 {
+        TOP + draw::head_extra(&self.title, &self.subtitle, WIDTH)
     }
     fn grid_h(&self) -> u32 {
         (self.panels.len() as u32).div_ceil(self.cols) * self.panel_h()
@@ -223,7 +250,11 @@ impl Throughput {
         (ox, oy): (u32, u32),
     ) -> DrawResult<DB> {
         let p = &self.panels[i];
-        let title_h = if self.multi() { PANEL_TITLE_H } else { 0 };
+        let title_h = if self.multi() {
+            self.panel_title_h()
+        } else {
+            0
+        };
         let area = c.area.clone().shrink(
             (ox, oy + title_h),
             (self.panel_w(), self.panel_h() - title_h),
@@ -249,9 +280,12 @@ impl Throughput {
         };
         if !p.title.is_empty() {
             let tf = draw::bold(14.0);
-            let shown = draw::fit(&tf, &p.title, self.panel_w() - 20);
-            let at = ((left + right) / 2, top - 8 - PANEL_TITLE_H as i32 / 2);
-            c.text(&shown, at, &tf, &BLACK, draw::CENTER)?;
+            // Centred on the panel, so a title as wide as the panel stays inside it.
+            let mid = (ox + self.panel_w() / 2) as i32;
+            for (k, line) in self.panel_title_lines(p).iter().enumerate() {
+                let at = (mid, (oy + 13 + PANEL_TITLE_LINE_H * k as u32) as i32);
+                c.text(line, at, &tf, &BLACK, draw::CENTER)?;
+            }
         }
         self.draw_x_grid(c, &chart, &frame)?;
         self.draw_y_grid(c, &chart, &frame)?;
@@ -328,10 +362,21 @@ impl Throughput {
     ) -> DrawResult<DB> {
         for s in &p.series {
             let color = self.series_color(s);
-            chart.draw_series(LineSeries::new(
-                s.line.iter().copied(),
-                color.stroke_width(2),
-            ))?;
+            let style = color.stroke_width(2);
+            let pattern = if self.by_family() { None } else { dash(s.key) };
+            match pattern {
+                None => {
+                    chart.draw_series(LineSeries::new(s.line.iter().copied(), style))?;
+                }
+                Some((d, g)) => {
+                    chart.draw_series(DashedLineSeries::new(
+                        s.line.iter().copied(),
+                        d,
+                        g,
+                        style,
+                    ))?;
+                }
+            }
             let top = s
                 .points
                 .iter()
@@ -349,22 +394,29 @@ impl Throughput {
 impl Figure for Throughput {
     fn size(&self) -> (u32, u32) {
         let legend = draw::legend_height(&self.legend(), &draw::font(14.0), self.legend_w());
-        (WIDTH, TOP + self.grid_h() + X_DESC_H + legend + 2 * MARGIN)
+        (
+            WIDTH,
+            self.top() + self.grid_h() + X_DESC_H + legend + 2 * MARGIN,
+        )
     }
 
     fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
-        draw::title(c, &self.title, WIDTH)?;
-        draw::subtitle(c, &self.subtitle, WIDTH, 52)?;
+        draw::head(
+            c,
+            &draw::title_lines(&self.title, WIDTH),
+            &draw::subtitle_lines(&self.subtitle, WIDTH),
+            WIDTH,
+        )?;
         for i in 0..self.panels.len() {
             let (col, row) = (i as u32 % self.cols, i as u32 / self.cols);
             let origin = (
                 MARGIN + Y_DESC_W + col * self.panel_w(),
-                TOP + row * self.panel_h(),
+                self.top() + row * self.panel_h(),
             );
             self.draw_panel(c, i, origin)?;
         }
         let af = draw::font(15.0);
-        let grid_bottom = (TOP + self.grid_h()) as i32;
+        let grid_bottom = (self.top() + self.grid_h()) as i32;
         let x_mid = ((MARGIN + Y_DESC_W + Y_LABELS_W + WIDTH - MARGIN) / 2) as i32;
         c.text(
             &self.x_desc,
@@ -373,7 +425,7 @@ impl Figure for Throughput {
             &BLACK,
             draw::CENTER,
         )?;
-        let y_mid = (TOP as i32 + grid_bottom) / 2;
+        let y_mid = (self.top() as i32 + grid_bottom) / 2;
         c.text_up(&self.y_desc, ((MARGIN + 8) as i32, y_mid), &af, &BLACK)?;
         draw::draw_legend(
             c,
@@ -385,5 +437,84 @@ impl Figure for Throughput {
             ),
             self.legend_w(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PALETTE;
+    use crate::report::facts::{NO_UNIT, color};
+    use crate::results::status::Status;
+    use plotters::style::RGBColor;
+
+    /// CIE L*a*b* of an sRGB colour (D65).
+    fn lab(c: RGBColor) -> [f64; 3] {
+        let lin = |u: u8| {
+            let u = f64::from(u) / 255.0;
+            if u <= 0.04045 {
+                u / 12.92
+            } else {
+                ((u + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        let (r, g, b) = (lin(c.0), lin(c.1), lin(c.2));
+        let x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047;
+        let y = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+        let z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883;
+        let f = |t: f64| {
+            if t > 0.008856 {
+                t.cbrt()
+            } else {
+                7.787 * t + 16.0 / 116.0
+            }
+        };
+        [
+            116.0 * f(y) - 16.0,
+            500.0 * (f(x) - f(y)),
+            200.0 * (f(y) - f(z)),
+        ]
+    }
+
+    fn distance(a: RGBColor, b: RGBColor) -> f64 {
+        let (a, b) = (lab(a), lab(b));
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// With 40 env combinations the palette cycles: the first 21 series still differ in
+    /// colour or dash pattern.
+    #[test]
+    fn the_first_21_series_differ_in_colour_or_line() {
+        type Look = ((u8, u8, u8), Option<(u32, u32)>);
+        let looks: std::collections::HashSet<Look> = (0..21)
+            .map(|i| {
+                let c = PALETTE[i % PALETTE.len()];
+                ((c.0, c.1, c.2), super::dash(i))
+            })
+            .collect();
+        assert_eq!(looks.len(), 21);
+    }
+
+    /// Issue 31: one env combination's line was drawn in the red of "hang". No series colour
+    /// is within a CIE76 distance of 25 of any status colour, nor within 22 of another series.
+    #[test]
+    fn no_series_colour_looks_like_a_status_or_like_another_series() {
+        let mut statuses: Vec<RGBColor> = Status::ALL.iter().map(|s| color(*s)).collect();
+        statuses.push(NO_UNIT);
+        for p in PALETTE {
+            for s in &statuses {
+                assert!(
+                    distance(p, *s) >= 25.0,
+                    "series {p:?} is {:.1} from status colour {s:?}",
+                    distance(p, *s)
+                );
+            }
+            for q in PALETTE.iter().filter(|q| **q != p) {
+                assert!(distance(p, *q) >= 22.0, "{p:?} and {q:?}");
+            }
+        }
     }
 }

@@ -34,7 +34,7 @@ impl Heatmap {
             "{} of {solvers} solver panels left out ({ok_left} of them with every unit ok); report.html and results.csv have them all",
             solvers - kept.len()
         ));
-        Some(Heatmap {
+        let mut map = Heatmap {
             title: self.title.clone(),
             subtitle,
             x_title: self.x_title.clone(),
@@ -45,7 +45,44 @@ impl Heatmap {
             panels,
             cell_w: self.cell_w,
             y_label_w: self.y_label_w,
-        })
+            title_lines: 1,
+        };
+        map.title_lines = map.wrap_titles();
+        Some(map)
+    }
+
+    /// A panel's title in lines that each fit the panel (wrapped, never cut).
+    pub(super) fn panel_title_lines(&self, p: &Panel) -> Vec<String> {
+        draw::wrap(
+            &draw::bold(PANEL_TITLE_PX),
+            &p.title,
+            self.panel_w() - MARGIN,
+        )
+    }
+
+    /// The most lines any panel title takes.
+    pub(super) fn wrap_titles(&self) -> u32 {
+        self.panels
+            .iter()
+            .map(|p| self.panel_title_lines(p).len() as u32)
+            .max()
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    fn panel_title_h(&self) -> u32 {
+        PANEL_TITLE_H + PANEL_TITLE_LINE_H * (self.title_lines - 1)
+    }
+
+    /// The figure's title and subtitle lines, wrapped to its width.
+    fn head_lines(&self) -> (Vec<String>, Vec<String>) {
+        let w = self.width();
+        let sub: Vec<String> = self
+            .subtitle
+            .iter()
+            .flat_map(|l| draw::subtitle_lines(l, w))
+            .collect();
+        (draw::title_lines(&self.title, w), sub)
     }
 }
 
@@ -70,6 +107,7 @@ fn legend_items() -> Vec<LegendItem> {
                 color: facts::color(*s),
                 text,
                 line: false,
+                dash: None,
                 hatched: s.is_inferred(),
                 shape: None,
             }
@@ -79,6 +117,7 @@ fn legend_items() -> Vec<LegendItem> {
         color: NO_UNIT,
         text: "no unit".to_string(),
         line: false,
+        dash: None,
         hatched: false,
         shape: None,
     });
@@ -94,17 +133,19 @@ impl Heatmap {
     pub fn drawable(&self) -> bool {
         !too_large(self.size())
     }
-    fn panel_w(&self) -> u32 {
+    pub(super) fn panel_w(&self) -> u32 {
         self.y_label_w + self.cell_w * self.x_labels.len() as u32 + MARGIN
     }
     fn panel_h(&self) -> u32 {
-        PANEL_TITLE_H + Y_TITLE_ROW_H + CELL_H * self.y_labels.len() as u32 + BELOW_GRID_H
+        self.panel_title_h() + Y_TITLE_ROW_H + CELL_H * self.y_labels.len() as u32 + BELOW_GRID_H
     }
     fn width(&self) -> u32 {
         (self.cols * self.panel_w() + 2 * MARGIN).max(820)
     }
     fn top(&self) -> u32 {
-        TOP + 20 * (self.subtitle.len() as u32).saturating_sub(1)
+        let (title, sub) = self.head_lines();
+        TOP + draw::TITLE_LINE_H * (title.len() as u32).saturating_sub(1)
+            + draw::SUBTITLE_LINE_H * (sub.len() as u32).saturating_sub(1)
     }
 
     fn draw_panel<DB: DrawingBackend>(
@@ -117,13 +158,19 @@ impl Heatmap {
         let ny = self.y_labels.len();
         let (cw, ch) = (self.cell_w as i32, CELL_H as i32);
         let gx = ox + self.y_label_w as i32;
-        let gy = oy + (PANEL_TITLE_H + Y_TITLE_ROW_H) as i32;
+        let gy = oy + (self.panel_title_h() + Y_TITLE_ROW_H) as i32;
         let grid_w = cw * nx as i32;
         let grid_h = ch * ny as i32;
-        let tf = draw::bold(15.0);
-        let shown = draw::fit(&tf, &p.title, self.panel_w() - MARGIN);
-        let title_at = (gx + grid_w / 2, oy + PANEL_TITLE_H as i32 / 2);
-        c.text(&shown, title_at, &tf, &BLACK, draw::CENTER)?;
+        let tf = draw::bold(PANEL_TITLE_PX);
+        // Centred on the panel (not the grid), so a title as wide as the panel stays inside it.
+        let mid = ox + (self.panel_w() - MARGIN) as i32 / 2;
+        for (i, line) in self.panel_title_lines(p).iter().enumerate() {
+            let at = (
+                mid,
+                oy + PANEL_TITLE_H as i32 / 2 + (i as u32 * PANEL_TITLE_LINE_H) as i32,
+            );
+            c.text(line, at, &tf, &BLACK, draw::CENTER)?;
+        }
         for yi in 0..ny {
             // Smallest configuration at the bottom, as on a plot's y axis.
             let y0 = gy + (ny - 1 - yi) as i32 * ch;
@@ -240,10 +287,8 @@ impl Figure for Heatmap {
 
     fn draw<DB: DrawingBackend>(&self, c: &Canvas<DB>) -> DrawResult<DB> {
         let w = self.width();
-        draw::title(c, &self.title, w)?;
-        for (i, line) in self.subtitle.iter().enumerate() {
-            draw::subtitle(c, line, w, 50 + 20 * i as i32)?;
-        }
+        let (title, sub) = self.head_lines();
+        draw::head(c, &title, &sub, w)?;
         // Centre the panel grid when the figure is wider than the panels need.
         let used = self.cols * self.panel_w();
         let left = ((w - used) / 2) as i32;
