@@ -6,37 +6,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Builds the fake once per test binary (release: its CPU convolutions stand in for a GPU) into
-/// its own target directory, so it never waits on the lock of the `cargo test` that runs us.
-fn fake_library() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let exe = PathBuf::from(env!("CARGO_BIN_EXE_rocsweep"));
-        let target = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the binary lives in <target>/<profile>/")
-            .join("fake-rocm-build");
-        let o = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "fake-rocm", "--target-dir"])
-            .arg(&target)
-            .current_dir(ROOT)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "building the fake ROCm failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let lib = target.join("release/libfake_rocm.so");
-        assert!(lib.exists(), "{} was not built", lib.display());
-        lib
-    })
-}
+#[path = "common/fake_rocm.rs"]
+mod fake_rocm;
+use fake_rocm::fake_library;
 
 /// A directory that looks like one ROCm release's lib/: every soname the backend loads is a
 /// symlink to the fake, except those in `omit`.

@@ -80,14 +80,7 @@ impl Axes {
             rows.iter()
                 .all(|r| r.param_f64(p).is_some_and(f64::is_finite))
         };
-        let size: &[&str] = match op {
-            "conv2d" => &["h", "w"],
-            "gemm" => &["m", "n", "k"],
-            "graph" => &["size"],
-            "copy" => &["bytes"],
-            "rng" | "cast" => &["count"],
-            _ => &[],
-        };
+        let size = crate::op::OpKind::parse(op).map_or(&[][..], |o| o.size_params());
         let along = preferred
             .filter(|p| varying.contains(p) && numeric(p))
             .or_else(|| {

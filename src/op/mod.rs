@@ -161,6 +161,19 @@ impl OpKind {
         OpKind::ALL.into_iter().find(|o| o.name() == s)
     }
 
+    /// The parameters that are the problem's size, in order of preference: the first that a
+    /// sweep varies is the heatmap's x axis, a throughput line's, a boundary table's and the
+    /// boundary search's default `--along`.
+    pub fn size_params(self) -> &'static [&'static str] {
+        match self {
+            OpKind::Conv2d => &["h", "w"],
+            OpKind::Gemm => &["m", "n", "k"],
+            OpKind::Graph => &["size"],
+            OpKind::Copy => &["bytes"],
+            OpKind::Rng | OpKind::Cast => &["count"],
+        }
+    }
+
     pub fn summary(self) -> &'static str {
         match self {
             OpKind::Conv2d => "2-D convolution: forward, backward-data, backward-weights",

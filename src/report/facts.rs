@@ -226,14 +226,7 @@ impl<'a> Facts<'a> {
     pub fn size_param(&self) -> Option<String> {
         let f = self;
         let op = f.run.manifest.sweep.op.as_str();
-        let preferred: &[&str] = match op {
-            "conv2d" => &["h", "w"],
-            "gemm" => &["m", "n", "k"],
-            "graph" => &["size"],
-            "copy" => &["bytes"],
-            "rng" | "cast" => &["count"],
-            _ => &[],
-        };
+        let preferred = crate::op::OpKind::parse(op).map_or(&[][..], |o| o.size_params());
         if let Some(p) = preferred.iter().find(|p| f.varying.iter().any(|v| v == *p)) {
             return Some(p.to_string());
         }

@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 pub const DEBIAN: &str = "/usr/lib/x86_64-linux-gnu";
@@ -29,30 +28,9 @@ pub fn have_debian_hip() -> bool {
     ) && have("patchelf", Path::new("/usr/bin/patchelf").exists())
 }
 
-/// Builds the fake once per test binary into the directory tests/rocm_fake.rs uses.
-pub fn fake_library() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let exe = PathBuf::from(env!("CARGO_BIN_EXE_rocsweep"));
-        let target = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("the binary lives in <target>/<profile>/")
-            .join("fake-rocm-build");
-        let o = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "fake-rocm", "--target-dir"])
-            .arg(&target)
-            .current_dir(ROOT)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "building the fake ROCm failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        target.join("release/libfake_rocm.so")
-    })
-}
+#[path = "../common/fake_rocm.rs"]
+mod fake_rocm;
+pub use fake_rocm::fake_library;
 
 pub fn model(name: &str) -> PathBuf {
     PathBuf::from(format!("{ROOT}/tests/fake-rocm/models/{name}"))

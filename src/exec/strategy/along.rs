@@ -1,8 +1,8 @@
 //! The `--along` axis of a boundary search and the lines it puts units on: units equal in
 //! every parameter (and solver and env combination) but the axis, sorted by its value.
 
+use crate::op::Case;
 use crate::op::value::Value;
-use crate::op::{Case, OpKind};
 use crate::spec::Sweep;
 use std::collections::HashMap;
 
@@ -15,17 +15,6 @@ pub struct Along {
     slot: usize,
     /// Slots of every other dimension: equal values put units on one line.
     key_slots: Vec<usize>,
-}
-
-/// Parameters the report's heatmap puts across: the first that varies is the default axis.
-fn size_params(op: OpKind) -> &'static [&'static str] {
-    match op {
-        OpKind::Conv2d => &["h", "w"],
-        OpKind::Gemm => &["m", "n", "k"],
-        OpKind::Graph => &["size"],
-        OpKind::Copy => &["bytes"],
-        OpKind::Rng | OpKind::Cast => &["count"],
-    }
 }
 
 impl Along {
@@ -84,7 +73,9 @@ impl Along {
                 }
             }
             None => {
-                let preferred = size_params(sweep.op)
+                let preferred = sweep
+                    .op
+                    .size_params()
                     .iter()
                     .find_map(|p| candidates.iter().find(|c| c.2 == *p));
                 match preferred.or(candidates.last()) {
