@@ -591,6 +591,10 @@ def main():
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     inp = sys.stdin.buffer
+    # torch warns on import when numpy is missing; it needs none here, and the warning would
+    # stand in every crash row's worker-log tail.
+    import warnings
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     try:
         import torch
     except Exception as e:

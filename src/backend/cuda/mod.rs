@@ -328,6 +328,9 @@ impl Backend for CudaBackend {
                 let k = self.kernels()?.clone();
                 simple::prepare_rng(&self.gpu, k, p, *seed, phases)
             }
+            (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
+                crate::op::copy::MMAP_TORCH_ONLY.into(),
+            )),
             (Problem::Copy(p), Inputs::Copy(src)) => {
                 simple::prepare_copy(&self.gpu, p, src, phases)
             }

@@ -490,6 +490,9 @@ impl Backend for RocmBackend {
                 };
                 simple::prepare_rng(&self.dev, &r, k, p, *seed, phases)
             }
+            (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
+                crate::op::copy::MMAP_TORCH_ONLY.into(),
+            )),
             (Problem::Copy(p), Inputs::Copy(src)) => {
                 simple::prepare_copy(&self.dev, p, src, phases)
             }

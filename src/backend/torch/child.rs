@@ -35,7 +35,7 @@ pub fn choose_python() -> (PathBuf, String) {
             }
         }
     }
-    (PathBuf::from("python3"), "python3 on PATH".into())
+    (PathBuf::from("python3"), "the python3 on PATH".into())
 }
 
 /// The Python child and its pipe.

@@ -58,8 +58,9 @@ impl TorchBackend {
     /// Starts the Python side. Err: why torch cannot run here (no such Python, no torch).
     pub fn open() -> Result<TorchBackend, String> {
         let (python, why) = choose_python();
-        let (conn, hello) = Conn::start(&python)
-            .map_err(|e| format!("{e} (python {why}: {})", python.display()))?;
+        let (conn, hello) = Conn::start(&python).map_err(|e| {
+            format!("{e} (python from {why}; name one whose environment has torch with --python)")
+        })?;
         let i = &hello["info"];
         let strings = |k: &str| -> Vec<String> {
             i[k].as_array()
