@@ -149,7 +149,8 @@ def info(d):
         pass
     if d.gpu:
         p = torch.cuda.get_device_properties(d.dev)
-        arch = getattr(p, "gcnArchName", "") or "sm_%d%d" % (p.major, p.minor)
+        # gcnArchName is the gfx target on ROCm builds (CUDA builds fill it with the name).
+        arch = getattr(p, "gcnArchName", "") if d.hip else "sm_%d%d" % (p.major, p.minor)
         devices = ["%s (%s, torch %s)" % (p.name, arch, "ROCm" if d.hip else "CUDA")]
         count = torch.cuda.device_count()
     else:
