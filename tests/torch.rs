@@ -467,3 +467,108 @@ fn a_python_without_torch_or_no_python_is_said_plainly() {
         text(&o)
     );
 }
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_right() {
+    use rocsweep::analyze::torch_script::torch_script;
+    let Some(py) = python() else { return };
+    let p = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let conv = |dir: &str, layout: &str| {
+        p(&[
+            ("direction", dir),
+            ("layout", layout),
+            ("dtype", "f32"),
+            ("n", "2"),
+            ("c_in", "4"),
+            ("c_out", "6"),
+            ("h", "7"),
+            ("w", "7"),
+            ("kernel", "3"),
+            ("groups", "2"),
+            ("stride", "2"),
+            ("pad", "1"),
+            ("dilation", "1"),
+        ])
+    };
+    let gemm = |ta: &str, tb: &str, batch: &str| {
+        p(&[
+            ("m", "5"),
+            ("n", "7"),
+            ("k", "9"),
+            ("batch", batch),
+            ("trans_a", ta),
+            ("trans_b", tb),
+            ("dtype", "f32"),
+            ("compute", "f32"),
+        ])
+    };
+    let cases: Vec<(&str, Vec<(String, String)>, &str)> = vec![
+        ("gemm", gemm("true", "false", "3"), "torch-matmul"),
+        ("gemm", gemm("false", "true", "1"), "torch-linear"),
+        ("conv2d", conv("fwd", "nhwc"), "torch-benchmark"),
+        ("conv2d", conv("bwd_data", "nchw"), "torch-default"),
+        ("conv2d", conv("bwd_weights", "nhwc"), "torch-default"),
+        (
+            "rng",
+            p(&[
+                ("count", "100000"),
+                ("mean", "2"),
+                ("std", "0.5"),
+                ("dtype", "bf16"),
+            ]),
+            "torch-randn_like",
+        ),
+        (
+            "rng",
+            p(&[
+                ("count", "100000"),
+                ("mean", "0"),
+                ("std", "1"),
+                ("dtype", "f32"),
+            ]),
+            "torch-rand",
+        ),
+        (
+            "copy",
+            p(&[("direction", "h2d"), ("memory", "mmap"), ("bytes", "4096")]),
+            "torch-to-nonblocking",
+        ),
+        (
+            "copy",
+            p(&[
+                ("direction", "d2h"),
+                ("memory", "pageable"),
+                ("bytes", "4096"),
+            ]),
+            "torch-to",
+        ),
+        (
+            "cast",
+            p(&[("from", "f32"), ("to", "bf16"), ("count", "1000")]),
+            "torch-method",
+        ),
+        (
+            "graph",
+            p(&[
+                ("channels", "4"),
+                ("size", "5"),
+                ("replays", "3"),
+                ("keep_outputs", "false"),
+                ("dtype", "f32"),
+            ]),
+            "torch-eager",
+        ),
+    ];
+    for (op, params, solver) in cases {
+        let script = torch_script(op, &params, solver).unwrap();
+        let o = Command::new(&py).arg("-c").arg(&script).output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{op} {solver}:\n{script}\n{t}");
+        assert!(t.contains("ok"), "{op} {solver}: {t}");
+    }
+}
