@@ -507,7 +507,8 @@ fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_ri
             ("compute", "f32"),
         ])
     };
-    let cases: Vec<(&str, Vec<(String, String)>, &str)> = vec![
+    type Params = Vec<(String, String)>;
+    let cases: Vec<(&str, Params, &str)> = vec![
         ("gemm", gemm("true", "false", "3"), "torch-matmul"),
         ("gemm", gemm("false", "true", "1"), "torch-linear"),
         ("conv2d", conv("fwd", "nhwc"), "torch-benchmark"),
