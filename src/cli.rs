@@ -32,8 +32,9 @@ pub enum Command {
         /// The sweep file (TOML). Not given with --resume.
         #[arg(required_unless_present = "resume")]
         sweep: Option<PathBuf>,
-        /// Backend to run on; overrides the sweep file's `backend` key.
-        #[arg(long, value_parser = ["auto", "cpu", "cuda", "rocm"])]
+        /// Backend to run on, or several side by side (`cpu,torch`, each in workers of its
+        /// own); overrides the sweep file's `backend` key.
+        #[arg(long, value_name = "NAME[,NAME...]", value_parser = backend_list)]
         backend: Option<String>,
         /// Run directory (default: reports/runs/<name>-<utc-timestamp>).
         #[arg(long)]
@@ -209,4 +210,9 @@ pub enum Command {
     },
     /// List the ops, their parameters (axes) with defaults, and their solvers.
     ListOps,
+}
+
+/// `run --backend`: one known backend or a comma-separated list of distinct ones.
+fn backend_list(s: &str) -> Result<String, String> {
+    crate::exec::setup::parse_backends(s).map(|_| s.to_string())
 }

@@ -77,42 +77,68 @@ pub struct WorkerSpec {
     pub cache_vars: Vec<(String, String)>,
 }
 
-/// The cache directory of one env combination for one variable (see `WorkerSpec::cache_root`).
-fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> PathBuf {
+/// The cache directory of one worker context for one variable (see `WorkerSpec::cache_root`):
+/// by the env combination, and by the backend where the run names several.
+fn combo_cache_dir(
+    root: &Path,
+    backend: Option<&str>,
+    env: &[(String, String)],
+    subdir: &str,
+) -> PathBuf {
     let text = serde_json::to_string(env).unwrap_or_default();
-    let key = if env.is_empty() {
-        "default".to_string()
-    } else {
-        crate::op::short_hash(text.as_bytes())
+    let key = match backend {
+        None if env.is_empty() => "default".to_string(),
+        None => crate::op::short_hash(text.as_bytes()),
+        Some(b) => format!("{b}-{}", crate::op::short_hash(text.as_bytes())),
     };
     root.join(key).join(subdir)
 }
 
-/// The (variable, directory) pairs of one env combination's caches (see
-/// `WorkerSpec::cache_root`); variables the combination sets itself are left to it.
-fn cache_env(spec: &WorkerSpec, env: &[(String, String)]) -> Vec<(String, PathBuf)> {
+/// The (variable, directory) pairs of one worker context's caches (see
+/// `WorkerSpec::cache_root`); variables the combination sets itself are left to it. A context
+/// with its own backend isolates that backend's cache variables.
+fn cache_env(
+    spec: &WorkerSpec,
+    backend: Option<&str>,
+    env: &[(String, String)],
+) -> Vec<(String, PathBuf)> {
     let Some(root) = &spec.cache_root else {
         return Vec::new();
     };
-    spec.cache_vars
-        .iter()
+    let vars: Vec<(String, String)> = match backend {
+        None => spec.cache_vars.clone(),
+        Some(b) => crate::backend::isolated_cache_vars(b)
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    vars.into_iter()
         .filter(|(var, _)| !env.iter().any(|(k, _)| k == var))
-        .map(|(var, sub)| (var.clone(), combo_cache_dir(root, env, sub)))
+        .map(|(var, sub)| {
+            let dir = combo_cache_dir(root, backend, env, &sub);
+            (var, dir)
+        })
         .collect()
 }
 
-/// Creates the cache directories of one env combination (the run does it once the run
+/// Creates the cache directories of one worker context (the run does it once the run
 /// directory exists, before any unit runs).
-pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io::Result<()> {
-    for (_, dir) in cache_env(spec, env) {
+pub fn create_cache_dirs(
+    spec: &WorkerSpec,
+    backend: Option<&str>,
+    env: &[(String, String)],
+) -> std::io::Result<()> {
+    for (_, dir) in cache_env(spec, backend, env) {
         std::fs::create_dir_all(dir)?;
     }
     Ok(())
 }
 
 impl WorkerHandle {
+    /// Starts a worker of `backend` (the spec's when None) in the env combination `env`.
     pub fn spawn(
         spec: &WorkerSpec,
+        backend: Option<&str>,
         env: &[(String, String)],
         log: &Path,
     ) -> std::io::Result<WorkerHandle> {
@@ -126,7 +152,7 @@ impl WorkerHandle {
         let mut cmd = Command::new(&spec.exe);
         cmd.arg("worker")
             .arg("--backend")
-            .arg(&spec.backend)
+            .arg(backend.unwrap_or(&spec.backend))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -136,7 +162,7 @@ impl WorkerHandle {
         for (k, v) in &spec.extra_env {
             cmd.env(k, v);
         }
-        for (var, dir) in cache_env(spec, env) {
+        for (var, dir) in cache_env(spec, backend, env) {
             cmd.env(var, dir);
         }
         for (k, v) in env {

@@ -273,6 +273,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             index: env_index,
             trial,
             vars: &self.p.combos[env_index].vars,
+            backend: self.p.combos[env_index].backend.as_deref(),
         };
         let solvers = match solvers {
             Some(s) => s,
@@ -452,8 +453,18 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             }
         }
         if fault && self.state == State::Healthy && !self.probe_failed {
-            let others: Vec<&[(String, String)]> =
-                self.p.combos.iter().map(|c| c.vars.as_slice()).collect();
+            let others: Vec<Env> = self
+                .p
+                .combos
+                .iter()
+                .enumerate()
+                .map(|(index, c)| Env {
+                    index,
+                    trial: u.trial,
+                    vars: &c.vars,
+                    backend: c.backend.as_deref(),
+                })
+                .collect();
             let health = self.slot.sup.check_health(u.env, &others);
             spawn_failed(&mut self.slot.sup)?;
             match health {

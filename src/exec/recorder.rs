@@ -33,6 +33,10 @@ pub struct Recorder {
     /// Env combinations (by index) whose own environment keeps their worker from starting,
     /// with why: their remaining units are recorded `error` without running.
     pub cannot_start: HashMap<usize, String>,
+    /// In a run over several backends: each worker context's key (what units name as their
+    /// `env_key`) -> (the CSV's `env`, the CSV's `backend`). Empty in a one-backend run, whose
+    /// rows take the run's backend and their env key as it is.
+    pub contexts: HashMap<String, (String, String)>,
 }
 
 /// Where a row ran: the slot's label and the device that its worker (or, failing that, the
@@ -108,6 +112,10 @@ impl Recorder {
                 .map_or(place.fallback, String::as_str)
                 .to_string(),
         };
+        let (env, backend) = match self.contexts.get(unit.env_key) {
+            Some((env, b)) => (env.as_str(), b.as_str()),
+            None => (unit.env_key, backend),
+        };
         let key = UnitKey {
             unit_id: unit.id,
             case: unit.case,
@@ -115,7 +123,7 @@ impl Recorder {
             backend,
             device: &device,
             device_index: place.label,
-            env: unit.env_key,
+            env,
         };
         let row = row::record(&key, out);
         self.emit(&Event::Finished {
@@ -268,6 +276,7 @@ mod tests {
             trials: HashMap::new(),
             env_devices: BTreeMap::new(),
             cannot_start: HashMap::new(),
+            contexts: HashMap::new(),
         }
     }
 

@@ -67,7 +67,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
     // (start_slots), before anything is published: this process never loads a vendor library.
-    crate::backend::check_name(&s.backend).map_err(CmdError::BadInput)?;
+    for b in &s.backends {
+        crate::backend::check_name(b).map_err(CmdError::BadInput)?;
+    }
     let device_sel = s.device_sel(opts)?;
 
     let interrupts = interrupts();
@@ -90,12 +92,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         mut spec,
         mut slots,
         info,
+        others,
         devices,
     } = target.start_workers(&s, opts, &interrupts, device_sel.as_ref())?;
     let planned = s
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
+    if !others.is_empty() && s.old.is_none() {
+        man.backends = std::iter::once(info.clone()).chain(others).collect();
+    }
     let named = s.dir.clone();
     target.publish(&mut s, &man, &mut slots, opts.out.is_some())?;
     if s.dir != named {
@@ -195,7 +201,7 @@ fn manifest_for(
 /// run directory was published could not create theirs).
 fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
     for c in &s.combos {
-        super::handle::create_cache_dirs(spec, &c.vars)
+        super::handle::create_cache_dirs(spec, c.backend.as_deref(), &c.vars)
             .map_err(|e| io(s, "creating the per-combination cache directories", e))?;
     }
     Ok(())
@@ -269,21 +275,48 @@ impl Target {
                 index,
                 trial: 1,
                 vars: &c.vars,
+                backend: c.backend.as_deref(),
             })
             .collect();
         let no_combo = [Env {
             index: 0,
             trial: 1,
             vars: &[],
+            backend: None,
         }];
         let envs = if envs.is_empty() {
             &no_combo[..]
         } else {
             &envs
         };
+        // The first backend's contexts start the slots; with several backends, each other
+        // backend's worker says first whether it can run (before anything is published).
+        let first: Vec<Env> = envs
+            .iter()
+            .filter(|e| e.backend.is_none_or(|b| b == s.backend))
+            .copied()
+            .collect();
         // Nothing ran when this fails: the staging guard leaves no directory behind.
-        let (slots, mut info, devices) =
-            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, envs)?;
+        let (mut slots, mut info, devices) =
+            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
+        let others = if s.backends.len() > 1 {
+            let checked = super::slots::check_other_backends(
+                &spec,
+                &logs,
+                &s.sweep,
+                interrupts,
+                &s.backends,
+                envs,
+            );
+            if checked.is_err() {
+                for slot in &mut slots {
+                    slot.sup.shutdown();
+                }
+            }
+            checked?
+        } else {
+            Vec::new()
+        };
         // The vendor library files the worker mapped get their soname and SHA-256 once per run.
         crate::backend::rocm::provenance::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
@@ -299,6 +332,7 @@ impl Target {
             spec,
             slots,
             info,
+            others,
             devices,
         })
     }
@@ -355,6 +389,8 @@ struct Workers {
     slots: Vec<Slot>,
     /// The backend's info for the manifest (its `devices`: one per slot).
     info: BackendInfo,
+    /// With several backends: what each other backend's first worker said, in order.
+    others: Vec<BackendInfo>,
     /// The slots' device indices (empty without `--devices`).
     devices: Vec<usize>,
 }
@@ -411,6 +447,14 @@ fn open_recorder(
         trials: state.trials,
         env_devices: man.env_devices.clone(),
         cannot_start: HashMap::new(),
+        contexts: s
+            .combos
+            .iter()
+            .filter_map(|c| {
+                let b = c.backend.clone()?;
+                Some((c.context_key(), (c.key(), b)))
+            })
+            .collect(),
     }))
 }
 

@@ -26,7 +26,10 @@ use std::path::{Path, PathBuf};
 /// A run, resolved and checked.
 pub struct Setup {
     pub sweep: Sweep,
+    /// The first (or only) backend: what the run's first workers open.
     pub backend: String,
+    /// Every backend the run names, in order (one, or several run side by side).
+    pub backends: Vec<String>,
     pub dir: PathBuf,
     /// The manifest of the run being resumed.
     pub old: Option<Manifest>,
@@ -43,7 +46,7 @@ impl Setup {
     pub fn new(opts: &RunOptions) -> Result<Setup, CmdError> {
         let Prepared {
             sweep,
-            backend,
+            backends,
             dir,
             manifest: old,
             shard: shard_record,
@@ -56,7 +59,10 @@ impl Setup {
                 CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display()))
             })?;
         // Counted before they are built (the loader bounds them: spec::MAX_ENV_COMBOS).
-        let product = sweep.product_size().saturating_mul(sweep.env_combo_count());
+        let product = sweep
+            .product_size()
+            .saturating_mul(sweep.env_combo_count())
+            .saturating_mul(backends.len() as u128);
         if product > opts.max_units as u128 && !opts.force && old.is_none() {
             return Err(CmdError::BadInput(format!(
                 "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
@@ -64,12 +70,14 @@ impl Setup {
                 sweep.source.path, opts.max_units
             )));
         }
-        let combos = sweep.env_combos();
+        let combos = crate::spec::expand::with_backends(sweep.env_combos(), &backends);
+        let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
         let strategy = strategy_plan::resolve(opts, &sweep)?;
         let trials = trials_for(opts, &sweep, old.as_ref(), strategy.is_some())?;
         Ok(Setup {
             sweep,
             backend,
+            backends,
             dir,
             old,
             shard_record,
@@ -210,13 +218,14 @@ impl Setup {
             devices,
             merge: None,
             env_devices: Default::default(),
+            backends: Vec::new(),
         }
     }
 }
 
 struct Prepared {
     sweep: Sweep,
-    backend: String,
+    backends: Vec<String>,
     dir: PathBuf,
     manifest: Option<Manifest>,
     shard: Option<ShardRecord>,
@@ -241,11 +250,11 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
                     m.sweep.path
                 ))
             })?;
-        let backend = m.backend.backend.clone();
+        let backends = backends_of(&m);
         let shard = m.shard.clone();
         return Ok(Prepared {
             sweep,
-            backend,
+            backends,
             dir: dir.clone(),
             manifest: Some(m),
             shard,
@@ -256,10 +265,11 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         .as_ref()
         .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
     let sweep = spec::load(path, &opts.axes)?;
-    let backend = opts
-        .backend
-        .clone()
-        .unwrap_or_else(|| sweep.backend.clone());
+    let backends = match &opts.backend {
+        Some(list) => parse_backends(list)
+            .map_err(|e| CmdError::BadInput(format!("--backend {list}: {e}")))?,
+        None => sweep.backends.clone(),
+    };
     let shard = match (opts.shard, opts.shard_from_env) {
         (Some(s), _) => Some(ShardRecord {
             index: s.index,
@@ -284,11 +294,43 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     });
     Ok(Prepared {
         sweep,
-        backend,
+        backends,
         dir,
         manifest: None,
         shard,
     })
+}
+
+/// The backends of a run being resumed: those its contexts name when it ran several side by
+/// side, else the one its manifest records (what `auto` resolved to).
+fn backends_of(m: &Manifest) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for b in m.env_combos.iter().filter_map(|c| c.backend.as_ref()) {
+        if !out.contains(b) {
+            out.push(b.clone());
+        }
+    }
+    if out.is_empty() {
+        out.push(m.backend.backend.clone());
+    }
+    out
+}
+
+/// `--backend`'s value: one name or a comma-separated list of distinct names (`cpu,torch`),
+/// each one `backend::check_name` knows.
+pub fn parse_backends(list: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if name.is_empty() {
+            return Err("an empty backend name; expected e.g. cpu or cpu,torch".into());
+        }
+        crate::backend::check_name(name)?;
+        if out.iter().any(|b| b == name) {
+            return Err(format!("backend `{name}` is named twice"));
+        }
+        out.push(name.to_string());
+    }
+    Ok(out)
 }
 
 /// Whether every unit of the plan (this shard's) has its row. A `solver = "all"` case is not

@@ -151,6 +151,41 @@ impl Supervisors<'_> {
     }
 }
 
+/// In a run over several backends: one worker of each backend after the first (whose worker
+/// `start_slots` started), in the first of that backend's contexts that starts, handshaken and
+/// ended. Each says whether its backend can run here (exit 2 when one cannot, as for a
+/// one-backend run) and what it found, for the manifest.
+pub fn check_other_backends(
+    spec: &WorkerSpec,
+    logs: &Path,
+    sweep: &Sweep,
+    interrupts: &Arc<AtomicUsize>,
+    backends: &[String],
+    envs: &[Env],
+) -> Result<Vec<BackendInfo>, CmdError> {
+    let make = Supervisors {
+        logs,
+        sweep,
+        interrupts,
+    };
+    let mut infos = Vec::new();
+    for b in backends.iter().skip(1) {
+        let mine: Vec<Env> = envs
+            .iter()
+            .filter(|e| e.backend == Some(b.as_str()))
+            .copied()
+            .collect();
+        let mut sup = make.new_sup(WorkerSpec {
+            tag: format!("probe-{b}-"),
+            ..spec.clone()
+        });
+        let seen = start_any(&mut sup, &mine);
+        sup.shutdown();
+        infos.push(seen.map_err(|o| did_not_start(&sup, b, "", o.error))?);
+    }
+    Ok(infos)
+}
+
 /// The first worker of `sup`, in the first env combination whose worker starts: a
 /// combination whose own environment keeps its worker from starting is that combination's
 /// failure (its units say so when they come), not the run's. The first combination's error

@@ -196,6 +196,7 @@ impl Runner<'_, '_> {
                 index: env,
                 trial: 1,
                 vars: &self.p.combos[env].vars,
+                backend: self.p.combos[env].backend.as_deref(),
             };
             let listed = match self.slots.first_mut() {
                 Some(slot) => pool::list_solvers(slot, self.shared, e, &self.cases[ci], &key)?,

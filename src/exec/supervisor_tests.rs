@@ -48,6 +48,7 @@ fn env() -> Env<'static> {
         index: 0,
         trial: 1,
         vars: &[],
+        backend: None,
     }
 }
 

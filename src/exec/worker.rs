@@ -63,6 +63,14 @@ impl PhaseSink for Phases<'_> {
             fault::trigger(a);
         }
     }
+
+    fn before_verify(&mut self, output: &mut crate::tensor::HostData) {
+        if let Some(a) = self.faults.action(&self.target, "verify")
+            && a.corrupts_output()
+        {
+            fault::corrupt(&a, output);
+        }
+    }
 }
 
 /// Ends the worker's whole process group (the worker leads it: the supervisor starts each worker
@@ -125,6 +133,7 @@ pub fn main(backend_name: &str) -> i32 {
         out,
         faults: Faults::from_env(),
         backend,
+        name: backend_name.to_string(),
         cache: ReferenceCache::default(),
     };
     w.serve()
@@ -195,6 +204,9 @@ struct Worker {
     out: Out,
     faults: Faults,
     backend: Box<dyn backend::Backend>,
+    /// The backend as the worker was told to open it (`--backend`, e.g. `auto`): what fault
+    /// rules' `backend=` condition names.
+    name: String,
     cache: ReferenceCache,
 }
 
@@ -248,8 +260,9 @@ impl Worker {
     /// Runs one unit (through the test faults, when set) and answers with its outcome.
     fn unit(&mut self, unit_id: String, case: &Case, solver: &str, policies: &Policies) {
         let target = format!(
-            "{};solver={solver}",
-            canonical_text(case.problem.kind(), &case.values)
+            "{};solver={solver};backend={}",
+            canonical_text(case.problem.kind(), &case.values),
+            self.name
         );
         if self.faults.action(&target, "run") == Some(fault::Action::GpuHang) {
             self.phase("run");

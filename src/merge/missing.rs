@@ -23,6 +23,8 @@ pub(super) struct Plan {
     order: HashMap<Key, usize>,
     /// Every entry in order, with its text for messages.
     entries: Vec<(Key, String)>,
+    /// Whether the run names several backends (a row's context then includes its backend).
+    several_backends: bool,
 }
 
 impl Plan {
@@ -32,7 +34,14 @@ impl Plan {
             let stored = first.dir.join("manifest.json");
             e.in_file(&format!("{} (sweep.text, from {})", show(&stored), ms.path))
         })?;
-        let combos = sweep.env_combos();
+        // A run over several backends keeps its contexts (env combination x backend) in the
+        // manifest; a sweep text alone does not know a `--backend a,b` list.
+        let combos = if spec::expand::several_backends(&first.manifest.env_combos) {
+            first.manifest.env_combos.clone()
+        } else {
+            sweep.env_combos()
+        };
+        let several_backends = spec::expand::several_backends(&combos);
         let mut order: HashMap<Key, usize> = HashMap::new();
         let mut entries: Vec<(Key, String)> = Vec::new();
         for (pos, (_, env_key, case)) in plan::cases(&sweep, &combos).enumerate() {
@@ -62,6 +71,7 @@ impl Plan {
             sweep,
             order,
             entries,
+            several_backends,
         })
     }
 
@@ -88,6 +98,7 @@ impl<'a> Ordered<'a> {
     pub(super) fn of(inputs: &'a [Input], plan: &Plan) -> Ordered<'a> {
         let order = &plan.order;
         let (id_col, case_col, env_col) = (id_column(), column("case_id"), column("env"));
+        let backend_col = column("backend");
         let mut have: HashSet<Key> = HashSet::new();
         let mut rows: Vec<MergedRow> = Vec::new();
         let mut shards: Vec<&Input> = inputs.iter().collect();
@@ -95,9 +106,15 @@ impl<'a> Ordered<'a> {
         for (n, input) in shards.iter().enumerate() {
             for (k, r) in input.rows.iter().enumerate() {
                 let unit = Key::Unit(cell(r, Some(id_col)));
+                let env = cell(r, env_col);
+                let env = if plan.several_backends {
+                    spec::expand::context_key_of(Some(&cell(r, backend_col)), &env)
+                } else {
+                    env
+                };
                 let case = Key::Case {
                     case_id: cell(r, case_col),
-                    env: cell(r, env_col),
+                    env,
                 };
                 let pos = order
                     .get(&unit)

@@ -18,6 +18,9 @@ pub struct Row {
     /// The device slot of `--devices` (empty without, and in runs made before it existed).
     pub device_index: String,
     pub solver: String,
+    /// The unit's worker context: the CSV's `env`, with `backend=NAME;` in front in a run over
+    /// several backends (`EnvCombo::context_key`), so that everything keyed on the env
+    /// combination (the report's panels, compare, recommend) tells the backends apart.
     pub env: String,
     pub status: Status,
     pub phase: String,
@@ -113,6 +116,11 @@ impl RunData {
                 rec: &rec,
             };
             rows.push(record.row(&param_names)?);
+        }
+        if crate::spec::expand::several_backends(&manifest.env_combos) {
+            for r in &mut rows {
+                r.env = crate::spec::expand::context_key_of(Some(&r.backend), &r.env);
+            }
         }
         Ok(RunData {
             dir: dir.to_path_buf(),

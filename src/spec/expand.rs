@@ -7,19 +7,64 @@ use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// One env combination: the fixed `[env]` values plus one value of each env axis.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One worker context: the fixed `[env]` values plus one value of each env axis and, when the
+/// run names several backends, the backend. Each context runs in workers of its own; unit ids,
+/// worker pools, caches, run order, shards and resume key on [`EnvCombo::context_key`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvCombo {
     pub vars: Vec<(String, String)>,
+    /// The backend this context's workers open when the run names several (`None`: the run's
+    /// one backend, as in every run before backend lists existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 impl EnvCombo {
-    /// Canonical text (`A=1;B=2`, sorted by name) used in unit ids and the CSV's `env` column.
+    /// Canonical text (`A=1;B=2`, sorted by name): the CSV's `env` column.
     pub fn key(&self) -> String {
         let mut v: Vec<String> = self.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         v.sort();
         v.join(";")
     }
+
+    /// What unit ids (and the run's labels) key on: `key()` in a one-backend run, so ids are
+    /// those of every earlier version; `backend=NAME` in front of it when the run names several
+    /// (`backend=cpu;A=1`).
+    pub fn context_key(&self) -> String {
+        context_key_of(self.backend.as_deref(), &self.key())
+    }
+}
+
+/// [`EnvCombo::context_key`] from its parts (a row's `backend` and `env` columns, where the run
+/// names several backends).
+pub fn context_key_of(backend: Option<&str>, env_key: &str) -> String {
+    match (backend, env_key.is_empty()) {
+        (None, _) => env_key.to_string(),
+        (Some(b), true) => format!("backend={b}"),
+        (Some(b), false) => format!("backend={b};{env_key}"),
+    }
+}
+
+/// Whether a run's worker contexts name several backends (each context carries its backend).
+pub fn several_backends(combos: &[EnvCombo]) -> bool {
+    combos.iter().any(|c| c.backend.is_some())
+}
+
+/// The worker contexts of a run: every env combination once per backend (backend outermost),
+/// each marked with its backend; unchanged when the run names one backend.
+pub fn with_backends(combos: Vec<EnvCombo>, backends: &[String]) -> Vec<EnvCombo> {
+    if backends.len() < 2 {
+        return combos;
+    }
+    backends
+        .iter()
+        .flat_map(|b| {
+            combos.iter().map(move |c| EnvCombo {
+                vars: c.vars.clone(),
+                backend: Some(b.clone()),
+            })
+        })
+        .collect()
 }
 
 impl Sweep {
@@ -40,6 +85,7 @@ impl Sweep {
     pub fn env_combos(&self) -> Vec<EnvCombo> {
         let mut combos = vec![EnvCombo {
             vars: self.env.clone(),
+            backend: None,
         }];
         for (name, values) in &self.env_axes {
             combos = combos
@@ -48,7 +94,10 @@ impl Sweep {
                     values.iter().map(move |v| {
                         let mut vars = c.vars.clone();
                         vars.push((name.clone(), v.clone()));
-                        EnvCombo { vars }
+                        EnvCombo {
+                            vars,
+                            backend: None,
+                        }
                     })
                 })
                 .collect();

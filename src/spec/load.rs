@@ -8,7 +8,7 @@ use super::filter::Filter;
 use super::policy::{Limits, TimingPolicy, VerifyPolicy};
 use super::reader::{Cx, Sp};
 use super::{
-    Axis, BACKENDS, Dim, MAX_ENV_COMBOS, MAX_NAME, cases, first_duplicate, sets, slot_of, slot_type,
+    Axis, Dim, MAX_ENV_COMBOS, MAX_NAME, cases, first_duplicate, sets, slot_of, slot_type,
 };
 use crate::op::OpKind;
 use crate::op::value::Value;
@@ -22,7 +22,8 @@ pub(super) struct Header {
     pub(super) name: String,
     pub(super) description: String,
     pub(super) op: OpKind,
-    pub(super) backend: String,
+    /// One or more backends, in the order named (`["auto"]` when absent).
+    pub(super) backends: Vec<String>,
 }
 
 /// Reads `name`, `description`, `op` and `backend`; `root_span` is where a missing `op` is
@@ -38,12 +39,12 @@ pub(super) fn header(
         None => String::new(),
     };
     let op = op(cx, root, root_span)?;
-    let backend = backend(cx, root)?;
+    let backends = backends(cx, root)?;
     Ok(Header {
         name,
         description,
         op,
-        backend,
+        backends,
     })
 }
 
@@ -98,22 +99,38 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
     }
 }
 
-/// The backend: one of `BACKENDS`, `auto` when absent.
-fn backend(cx: &Cx, root: &DeTable) -> Result<String, SpecError> {
+/// The backends: a name (`backend = "cpu"`) or a list of distinct names (`backend = ["cpu",
+/// "torch"]`), each one `backend::check_name` knows; `auto` when absent.
+fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
     let Some(v) = root.get("backend") else {
-        return Ok("auto".to_string());
+        return Ok(vec!["auto".to_string()]);
     };
-    let s = cx.string(v, "backend")?;
-    if !BACKENDS.contains(&s.as_str()) {
-        return Err(cx.err(
-            v.span(),
-            format!(
-                "unknown backend `{s}`, expected one of: {}",
-                BACKENDS.join(", ")
-            ),
-        ));
+    let items: Vec<&Sp> = match v.get_ref() {
+        DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
+        DeValue::Array(_) => {
+            return Err(cx.err(
+                v.span(),
+                "`backend` is an empty list, expected a backend name or a list of them",
+            ));
+        }
+        _ => vec![v],
+    };
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let s = match item.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            _ => return Err(cx.type_err(item, "backend", "a backend name or a list of them")),
+        };
+        crate::backend::check_name(&s).map_err(|m| cx.err(item.span(), m))?;
+        if out.contains(&s) {
+            return Err(cx.err(
+                item.span(),
+                format!("backend `{s}` is named twice in `backend`"),
+            ));
+        }
+        out.push(s);
     }
-    Ok(s)
+    Ok(out)
 }
 
 /// The product's dimensions as the file gives them: one per `[axes]` key, one per zip group,

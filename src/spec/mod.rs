@@ -94,8 +94,12 @@ pub struct Sweep {
     pub name: String,
     pub description: String,
     pub op: OpKind,
-    /// Backend named by the file (`auto` when absent); the CLI's `--backend` wins over it.
+    /// Backend named by the file (`auto` when absent), the first of `backends`; the CLI's
+    /// `--backend` wins over it.
     pub backend: String,
+    /// Every backend the file names (`backend = ["cpu", "torch"]`), in order; one for a plain
+    /// `backend = "cpu"`. With several, each runs the sweep in workers of its own.
+    pub backends: Vec<String>,
     pub dims: Vec<Dim>,
     pub filters: Vec<Filter>,
     pub env: Vec<(String, String)>,
@@ -182,8 +186,9 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         name,
         description,
         op,
-        backend,
+        backends,
     } = load::header(&cx, &root, root_span)?;
+    let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
     let mut dims = load::dims(&cx, &root, op)?;
     let axis_overrides: Vec<String> = overrides
         .iter()
@@ -206,6 +211,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         description,
         op,
         backend,
+        backends,
         dims,
         filters,
         env,

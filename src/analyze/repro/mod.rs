@@ -102,7 +102,7 @@ fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
     run.manifest
         .env_combos
         .iter()
-        .find(|c| c.key() == row.env)
+        .find(|c| c.context_key() == row.env)
         .map(|c| c.vars.clone())
         .unwrap_or_else(|| {
             row.env
