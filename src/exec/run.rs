@@ -325,8 +325,11 @@ impl Target {
         if let Some(line) = crate::backend::rocm::provenance::first_line(&info.versions) {
             crate::noteln!("{line}");
         }
-        if let Some(note) = &info.picked {
-            crate::noteln!("note: {note}");
+        for picked in std::iter::once(&info)
+            .chain(&others)
+            .filter_map(|i| i.picked.as_ref())
+        {
+            crate::noteln!("note: {picked}");
         }
         Ok(Workers {
             spec,
