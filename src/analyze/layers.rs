@@ -199,7 +199,7 @@ impl Pair<'_> {
 fn plain_env(r: &Row) -> &str {
     let prefix = format!("backend={}", r.backend);
     match r.env.strip_prefix(&prefix) {
-        Some(rest) if rest.is_empty() => "",
+        Some("") => "",
         Some(rest) => rest.strip_prefix(';').unwrap_or(&r.env),
         None => &r.env,
     }
