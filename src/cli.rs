@@ -15,14 +15,16 @@ pub struct Cli {
     /// The ROCm tree to use: a prefix (/opt/rocm-6.4.1), a lib directory, a Python
     /// environment's directory or a python interpreter (its environment's TheRock packages or
     /// torch's bundled copy). Without it: $ROCM_PATH, the active Python environment, /opt/rocm,
-    /// then the system loader's path. `--rocm-lib-dir` is the old name.
+    /// then the system loader's path. `--rocm-lib-dir` is the old name. `run` takes it more
+    /// than once (`--rocm A --rocm B`): each tree then runs the sweep in workers of its own.
     #[arg(
         long = "rocm",
         alias = "rocm-lib-dir",
         global = true,
-        value_name = "PATH"
+        value_name = "PATH",
+        action = clap::ArgAction::Append
     )]
-    pub rocm: Option<PathBuf>,
+    pub rocm: Vec<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +139,8 @@ pub enum Command {
     /// Draw plots and write report.html and summary.md for a run directory.
     Report { run_dir: PathBuf },
     /// Compare two runs of the same sweep unit by unit (e.g. two ROCm releases on one card).
+    /// A side may be RUN_DIR@LABEL: one ROCm tree of a run over several (`rocm = [..]`), so
+    /// two trees of one run are compared as two runs.
     Compare {
         run_a: PathBuf,
         run_b: PathBuf,

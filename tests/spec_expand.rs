@@ -377,7 +377,7 @@ fn no_env_gives_one_empty_combo_and_a_scalar_env_axis_is_one_value() {
 fn env_key_sorts_whatever_the_order_of_vars() {
     let c = EnvCombo {
         vars: vec![("Z".into(), "1".into()), ("A".into(), "2".into())],
-        backend: None,
+        ..EnvCombo::default()
     };
     assert_eq!(c.key(), "A=2;Z=1");
     // One backend: the unit ids' key is the env key, as before backend lists existed.
@@ -577,4 +577,30 @@ fn axis_override_on_cases_keeps_the_selected_rows_weights() {
     );
     assert_eq!(cases(&s).len(), 2);
     assert!(s.case_weights().is_none());
+}
+
+#[test]
+fn several_rocm_trees_make_one_context_per_tree_inside_each_backend() {
+    use rocsweep::spec::expand::{RocmTree, with_backends, with_trees};
+    let s =
+        conv("rocm = [\"/opt/rocm-5.7\", \"~/venvs/gfx1010\"]\n[env_axes]\nX = [\"1\", \"2\"]\n");
+    assert_eq!(s.rocm, ["/opt/rocm-5.7", "~/venvs/gfx1010"]);
+    let tree = |l: &str| RocmTree {
+        label: l.into(),
+        path: format!("/abs{l}"),
+    };
+    let trees = [tree("/a"), tree("/b")];
+    assert_eq!(with_trees(s.env_combos(), &trees[..1]), s.env_combos());
+    let both = with_backends(
+        with_trees(s.env_combos(), &trees),
+        &["rocm".to_string(), "torch".to_string()],
+    );
+    let keys: Vec<String> = both.iter().map(|c| c.context_key()).collect();
+    assert_eq!(keys[0], "backend=rocm;rocm=/a;X=1");
+    assert_eq!(keys[3], "backend=rocm;rocm=/b;X=2");
+    assert_eq!(keys[4], "backend=torch;rocm=/a;X=1");
+    assert_eq!(both.len(), 8);
+    let only_trees = with_trees(conv("").env_combos(), &trees);
+    assert_eq!(only_trees[1].context_key(), "rocm=/b");
+    assert_eq!(only_trees[1].key(), "");
 }

@@ -330,6 +330,7 @@ mod tests {
             device_index: String::new(),
             solver: solver.into(),
             env: format!("backend={backend}"),
+            rocm: String::new(),
             status,
             phase: String::new(),
             error: String::new(),

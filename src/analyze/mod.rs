@@ -5,6 +5,7 @@ pub mod boundary;
 pub mod boundary_render;
 pub mod compare;
 pub mod compare_render;
+pub mod compare_tree;
 pub mod effect;
 pub mod layers;
 pub mod noise;

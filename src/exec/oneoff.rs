@@ -17,6 +17,7 @@ const ENV: Env<'static> = Env {
     trial: 1,
     vars: &[],
     backend: None,
+    rocm: None,
 };
 
 /// A worker of one backend, handshaken; shut down on drop (its logs go with the temporary

@@ -269,12 +269,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             case,
             solvers,
         } = w;
-        let env = Env {
-            index: env_index,
-            trial,
-            vars: &self.p.combos[env_index].vars,
-            backend: self.p.combos[env_index].backend.as_deref(),
-        };
+        let env = Env::of(env_index, trial, &self.p.combos[env_index]);
         let solvers = match solvers {
             Some(s) => s,
             None if self.state == State::Draining && case.solver == "all" => {
@@ -458,12 +453,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 .combos
                 .iter()
                 .enumerate()
-                .map(|(index, c)| Env {
-                    index,
-                    trial: u.trial,
-                    vars: &c.vars,
-                    backend: c.backend.as_deref(),
-                })
+                .map(|(index, c)| Env::of(index, u.trial, c))
                 .collect();
             let health = self.slot.sup.check_health(u.env, &others);
             spawn_failed(&mut self.slot.sup)?;

@@ -200,8 +200,8 @@ fn manifest_for(
 /// Every combination's cache directories exist from the start (workers started before the
 /// run directory was published could not create theirs).
 fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
-    for c in &s.combos {
-        super::handle::create_cache_dirs(spec, c.backend.as_deref(), &c.vars)
+    for (i, c) in s.combos.iter().enumerate() {
+        super::handle::create_cache_dirs(spec, &Env::of(i, 1, c))
             .map_err(|e| io(s, "creating the per-combination cache directories", e))?;
     }
     Ok(())
@@ -271,18 +271,14 @@ impl Target {
             .combos
             .iter()
             .enumerate()
-            .map(|(index, c)| Env {
-                index,
-                trial: 1,
-                vars: &c.vars,
-                backend: c.backend.as_deref(),
-            })
+            .map(|(index, c)| Env::of(index, 1, c))
             .collect();
         let no_combo = [Env {
             index: 0,
             trial: 1,
             vars: &[],
             backend: None,
+            rocm: None,
         }];
         let envs = if envs.is_empty() {
             &no_combo[..]
@@ -293,21 +289,15 @@ impl Target {
         // backend's worker says first whether it can run (before anything is published).
         let first: Vec<Env> = envs
             .iter()
-            .filter(|e| e.backend.is_none_or(|b| b == s.backend))
+            .filter(|e| (e.backend, e.rocm) == (envs[0].backend, envs[0].rocm))
             .copied()
             .collect();
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let others = if s.backends.len() > 1 {
-            let checked = super::slots::check_other_backends(
-                &spec,
-                &logs,
-                &s.sweep,
-                interrupts,
-                &s.backends,
-                envs,
-            );
+        let groups = if envs.len() > 1 {
+            let checked =
+                super::slots::check_other_groups(&spec, &logs, &s.sweep, interrupts, envs);
             if checked.is_err() {
                 for slot in &mut slots {
                     slot.sup.shutdown();
@@ -317,13 +307,26 @@ impl Target {
         } else {
             Vec::new()
         };
+        // Per backend, what its first worker said (the manifest's `backends`).
+        let mut others: Vec<BackendInfo> = Vec::new();
+        let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
+        for (b, _, i) in &groups {
+            if !seen.contains(b) {
+                seen.push(b.clone());
+                others.push(i.clone());
+            }
+        }
         // The vendor library files the worker mapped get their soname and SHA-256 once per run.
         crate::backend::rocm::provenance::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.
-        if let Some(line) = crate::backend::rocm::provenance::first_line(&info.versions) {
-            crate::noteln!("{line}");
+        // Several trees: each one's line.
+        for versions in std::iter::once(&info.versions).chain(groups.iter().map(|g| &g.2.versions))
+        {
+            if let Some(line) = crate::backend::rocm::provenance::first_line(versions) {
+                crate::noteln!("{line}");
+            }
         }
         for picked in std::iter::once(&info)
             .chain(&others)
@@ -450,14 +453,7 @@ fn open_recorder(
         trials: state.trials,
         env_devices: man.env_devices.clone(),
         cannot_start: HashMap::new(),
-        contexts: s
-            .combos
-            .iter()
-            .filter_map(|c| {
-                let b = c.backend.clone()?;
-                Some((c.context_key(), (c.key(), b)))
-            })
-            .collect(),
+        contexts: super::recorder::Context::of_run(&s.combos),
     }))
 }
 

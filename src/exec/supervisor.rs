@@ -29,6 +29,21 @@ pub struct Env<'a> {
     pub vars: &'a [(String, String)],
     /// The backend of this context's workers when the run names several (else the spec's).
     pub backend: Option<&'a str>,
+    /// The ROCm tree (the path given to its workers) when the run names several.
+    pub rocm: Option<&'a str>,
+}
+
+impl<'a> Env<'a> {
+    /// The context of env combination `index` of a run, for `trial`.
+    pub fn of(index: usize, trial: u32, c: &'a crate::spec::expand::EnvCombo) -> Env<'a> {
+        Env {
+            index,
+            trial,
+            vars: &c.vars,
+            backend: c.backend.as_deref(),
+            rocm: c.rocm.as_ref().map(|t| t.path.as_str()),
+        }
+    }
 }
 
 /// A worker process could not be started at all: the machine's failure, never a unit's result.
@@ -127,7 +142,7 @@ impl Supervisor {
             "worker-{}{:04}-env{}.log",
             self.spec.tag, self.spawned, env.index
         ));
-        match WorkerHandle::spawn(&self.spec, env.backend, env.vars, &log) {
+        match WorkerHandle::spawn(&self.spec, &env, &log) {
             Ok(w) => {
                 self.current = Some((key, w));
                 self.ready = false;

@@ -49,6 +49,7 @@ fn env() -> Env<'static> {
         trial: 1,
         vars: &[],
         backend: None,
+        rocm: None,
     }
 }
 

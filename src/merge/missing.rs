@@ -23,8 +23,10 @@ pub(super) struct Plan {
     order: HashMap<Key, usize>,
     /// Every entry in order, with its text for messages.
     entries: Vec<(Key, String)>,
-    /// Whether the run names several backends (a row's context then includes its backend).
+    /// Whether the run names several backends / trees (a row's context then includes its
+    /// backend / tree).
     several_backends: bool,
+    several_trees: bool,
 }
 
 impl Plan {
@@ -36,12 +38,15 @@ impl Plan {
         })?;
         // A run over several backends keeps its contexts (env combination x backend) in the
         // manifest; a sweep text alone does not know a `--backend a,b` list.
-        let combos = if spec::expand::several_backends(&first.manifest.env_combos) {
-            first.manifest.env_combos.clone()
-        } else {
-            sweep.env_combos()
-        };
+        let stored = &first.manifest.env_combos;
+        let combos =
+            if spec::expand::several_backends(stored) || spec::expand::several_trees(stored) {
+                first.manifest.env_combos.clone()
+            } else {
+                sweep.env_combos()
+            };
         let several_backends = spec::expand::several_backends(&combos);
+        let several_trees = spec::expand::several_trees(&combos);
         let mut order: HashMap<Key, usize> = HashMap::new();
         let mut entries: Vec<(Key, String)> = Vec::new();
         for (pos, (_, env_key, case)) in plan::cases(&sweep, &combos).enumerate() {
@@ -72,6 +77,7 @@ impl Plan {
             order,
             entries,
             several_backends,
+            several_trees,
         })
     }
 
@@ -98,7 +104,7 @@ impl<'a> Ordered<'a> {
     pub(super) fn of(inputs: &'a [Input], plan: &Plan) -> Ordered<'a> {
         let order = &plan.order;
         let (id_col, case_col, env_col) = (id_column(), column("case_id"), column("env"));
-        let backend_col = column("backend");
+        let (backend_col, rocm_col) = (column("backend"), column("rocm"));
         let mut have: HashSet<Key> = HashSet::new();
         let mut rows: Vec<MergedRow> = Vec::new();
         let mut shards: Vec<&Input> = inputs.iter().collect();
@@ -107,11 +113,9 @@ impl<'a> Ordered<'a> {
             for (k, r) in input.rows.iter().enumerate() {
                 let unit = Key::Unit(cell(r, Some(id_col)));
                 let env = cell(r, env_col);
-                let env = if plan.several_backends {
-                    spec::expand::context_key_of(Some(&cell(r, backend_col)), &env)
-                } else {
-                    env
-                };
+                let backend = plan.several_backends.then(|| cell(r, backend_col));
+                let rocm = plan.several_trees.then(|| cell(r, rocm_col));
+                let env = spec::expand::context_key_of(backend.as_deref(), rocm.as_deref(), &env);
                 let case = Key::Case {
                     case_id: cell(r, case_col),
                     env,

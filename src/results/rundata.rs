@@ -22,6 +22,9 @@ pub struct Row {
     /// several backends (`EnvCombo::context_key`), so that everything keyed on the env
     /// combination (the report's panels, compare, recommend) tells the backends apart.
     pub env: String,
+    /// The ROCm tree's label in a run over several trees (the `rocm` column; empty otherwise
+    /// and in runs made before it existed).
+    pub rocm: String,
     pub status: Status,
     pub phase: String,
     pub error: String,
@@ -117,9 +120,18 @@ impl RunData {
             };
             rows.push(record.row(&param_names)?);
         }
-        if crate::spec::expand::several_backends(&manifest.env_combos) {
+        let combos = &manifest.env_combos;
+        let (backends, trees) = (
+            crate::spec::expand::several_backends(combos),
+            crate::spec::expand::several_trees(combos),
+        );
+        if backends || trees {
             for r in &mut rows {
-                r.env = crate::spec::expand::context_key_of(Some(&r.backend), &r.env);
+                r.env = crate::spec::expand::context_key_of(
+                    backends.then_some(r.backend.as_str()),
+                    trees.then_some(r.rocm.as_str()),
+                    &r.env,
+                );
             }
         }
         Ok(RunData {
@@ -182,6 +194,7 @@ impl Record<'_> {
             device_index: text("device_index"),
             solver: text("solver"),
             env: text("env"),
+            rocm: text("rocm"),
             status,
             phase: text("phase"),
             error: text("error"),

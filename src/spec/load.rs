@@ -102,15 +102,49 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
 /// The backends: a name (`backend = "cpu"`) or a list of distinct names (`backend = ["cpu",
 /// "torch"]`), each one `backend::check_name` knows; `auto` when absent.
 fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
-    let Some(v) = root.get("backend") else {
-        return Ok(vec!["auto".to_string()]);
+    Ok(names(
+        cx,
+        root,
+        "backend",
+        "a backend name",
+        crate::backend::check_name,
+    )?
+    .unwrap_or_else(|| vec!["auto".to_string()]))
+}
+
+/// The ROCm trees the sweep runs on, side by side: a path (`rocm = "/opt/rocm-6.4.1"`) or a
+/// list of distinct paths (`rocm = ["/opt/rocm-5.7", "~/venvs/gfx1010"]`), as `--rocm` takes
+/// them; none when absent (the tree `--rocm`, `$ROCM_PATH` or the environment gives).
+pub(super) fn rocm_trees(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
+    let non_empty = |s: &str| {
+        if s.trim().is_empty() {
+            Err("an empty ROCm tree path".to_string())
+        } else {
+            Ok(())
+        }
     };
+    Ok(names(cx, root, "rocm", "a ROCm tree's path", non_empty)?.unwrap_or_default())
+}
+
+/// A top-level key holding one string or a non-empty list of distinct strings, each checked by
+/// `check`; None when the key is absent.
+fn names(
+    cx: &Cx,
+    root: &DeTable,
+    key: &str,
+    what: &str,
+    check: impl Fn(&str) -> Result<(), String>,
+) -> Result<Option<Vec<String>>, SpecError> {
+    let Some(v) = root.get(key) else {
+        return Ok(None);
+    };
+    let expected = format!("{what} or a list of them");
     let items: Vec<&Sp> = match v.get_ref() {
         DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
         DeValue::Array(_) => {
             return Err(cx.err(
                 v.span(),
-                "`backend` is an empty list, expected a backend name or a list of them",
+                format!("`{key}` is an empty list, expected {expected}"),
             ));
         }
         _ => vec![v],
@@ -119,18 +153,15 @@ fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
     for item in items {
         let s = match item.get_ref() {
             DeValue::String(s) => s.to_string(),
-            _ => return Err(cx.type_err(item, "backend", "a backend name or a list of them")),
+            _ => return Err(cx.type_err(item, key, &expected)),
         };
-        crate::backend::check_name(&s).map_err(|m| cx.err(item.span(), m))?;
+        check(&s).map_err(|m| cx.err(item.span(), m))?;
         if out.contains(&s) {
-            return Err(cx.err(
-                item.span(),
-                format!("backend `{s}` is named twice in `backend`"),
-            ));
+            return Err(cx.err(item.span(), format!("`{s}` is named twice in `{key}`")));
         }
         out.push(s);
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// The product's dimensions as the file gives them: one per `[axes]` key, one per zip group,

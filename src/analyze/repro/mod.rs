@@ -276,6 +276,7 @@ mod tests {
             device_index: String::new(),
             solver: "hipblaslt#0-sol56073".into(),
             env: String::new(),
+            rocm: String::new(),
             status: Status::Ok,
             phase: String::new(),
             error: String::new(),

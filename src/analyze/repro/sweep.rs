@@ -60,6 +60,9 @@ pub(super) fn original_section(s: &mut String, run: &RunData, row: &Row, out_dir
     if crate::spec::expand::several_backends(&m.env_combos) {
         let _ = write!(args, " --backend {}", shell::quote(&row.backend));
     }
+    if crate::spec::expand::several_trees(&m.env_combos) {
+        let _ = write!(args, " --rocm {}", shell::quote(&row.rocm));
+    }
     let _ = writeln!(
         s,
         "\nFrom the original sweep file (`{}`, run from the directory the run was started in):\n",
@@ -190,6 +193,10 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
         &m.backend.backend
     };
     let _ = writeln!(s, "backend = {}", toml_string(backend));
+    // A run over several ROCm trees: the unit's own tree (a one-tree run's is the environment's).
+    if crate::spec::expand::several_trees(&m.env_combos) {
+        let _ = writeln!(s, "rocm = {}", toml_string(&row.rocm));
+    }
     s.push_str("\n[axes]\n");
     for def in op.params() {
         if let Some(v) = row.param(def.name) {
