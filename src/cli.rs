@@ -15,14 +15,16 @@ pub struct Cli {
     /// The ROCm tree to use: a prefix (/opt/rocm-6.4.1), a lib directory, a Python
     /// environment's directory or a python interpreter (its environment's TheRock packages or
     /// torch's bundled copy). Without it: $ROCM_PATH, the active Python environment, /opt/rocm,
-    /// then the system loader's path. `--rocm-lib-dir` is the old name.
+    /// then the system loader's path. `--rocm-lib-dir` is the old name. `run` takes it more
+    /// than once (`--rocm A --rocm B`): each tree then runs the sweep in workers of its own.
     #[arg(
         long = "rocm",
         alias = "rocm-lib-dir",
         global = true,
-        value_name = "PATH"
+        value_name = "PATH",
+        action = clap::ArgAction::Append
     )]
-    pub rocm: Option<PathBuf>,
+    pub rocm: Vec<PathBuf>,
     /// The Python that runs the torch backend (a python executable whose environment has
     /// torch). Without it: $VIRTUAL_ENV's, $CONDA_PREFIX's, then the python3 on PATH.
     #[arg(long, global = true, value_name = "PYTHON")]
@@ -36,8 +38,9 @@ pub enum Command {
         /// The sweep file (TOML). Not given with --resume.
         #[arg(required_unless_present = "resume")]
         sweep: Option<PathBuf>,
-        /// Backend to run on; overrides the sweep file's `backend` key.
-        #[arg(long, value_parser = ["auto", "cpu", "cuda", "rocm", "torch"])]
+        /// Backend to run on, or several side by side (`cpu,torch`, each in workers of its
+        /// own); overrides the sweep file's `backend` key.
+        #[arg(long, value_name = "NAME[,NAME...]", value_parser = backend_list)]
         backend: Option<String>,
         /// Run directory (default: reports/runs/<name>-<utc-timestamp>).
         #[arg(long)]
@@ -140,6 +143,8 @@ pub enum Command {
     /// Draw plots and write report.html and summary.md for a run directory.
     Report { run_dir: PathBuf },
     /// Compare two runs of the same sweep unit by unit (e.g. two ROCm releases on one card).
+    /// A side may be RUN_DIR@LABEL: one ROCm tree of a run over several (`rocm = [..]`), so
+    /// two trees of one run are compared as two runs.
     Compare {
         run_a: PathBuf,
         run_b: PathBuf,
@@ -213,4 +218,9 @@ pub enum Command {
     },
     /// List the ops, their parameters (axes) with defaults, and their solvers.
     ListOps,
+}
+
+/// `run --backend`: one known backend or a comma-separated list of distinct ones.
+fn backend_list(s: &str) -> Result<String, String> {
+    crate::exec::setup::parse_backends(s).map(|_| s.to_string())
 }

@@ -19,7 +19,16 @@ fn main() {
             std::process::exit(code);
         }
     };
-    if let Some(value) = &cli.rocm {
+    let is_run = matches!(cli.command, Command::Run { .. });
+    if cli.rocm.len() > 1 && !is_run {
+        rocsweep::noteln!(
+            "error: --rocm given {} times: only `run` takes several ROCm trees",
+            cli.rocm.len()
+        );
+        std::process::exit(exit::BAD_INPUT);
+    }
+    // Several trees are the run's to resolve (each its workers' own); one is every process's.
+    if let [value] = cli.rocm.as_slice() {
         use rocsweep::backend::rocm::discover;
         match discover::resolve_flag(value) {
             // Workers inherit it, so the backend they open uses the same tree.
@@ -43,7 +52,7 @@ fn main() {
         }
     }
     let keeps_going = matches!(cli.command, Command::Run { .. } | Command::Merge { .. });
-    let code = dispatch(cli.command);
+    let code = dispatch(cli.command, &cli.rocm);
     // A run or merge whose stdout went away kept going (its progress was dropped, its results
     // were not); any other command's output is what it is for, so losing it is a failure.
     if rocsweep::console::stdout_gone() && !keeps_going && code != exit::FAILURE {
@@ -78,9 +87,9 @@ fn python_flag(value: &std::path::Path) -> Result<std::path::PathBuf, String> {
     }
 }
 
-fn dispatch(command: Command) -> i32 {
+fn dispatch(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
     match command {
-        c @ Command::Run { .. } => run_command(c),
+        c @ Command::Run { .. } => run_command(c, rocm),
         Command::Merge {
             dirs,
             out,
@@ -98,7 +107,7 @@ fn dispatch(command: Command) -> i32 {
 }
 
 /// `run`: the sweep, then the report unless `--no-report`; the exit code says how it ended.
-fn run_command(command: Command) -> i32 {
+fn run_command(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
     let Command::Run {
         sweep,
         backend,
@@ -154,6 +163,7 @@ fn run_command(command: Command) -> i32 {
         confirm_seed,
         shared_caches,
         trials,
+        rocm: rocm.iter().map(|p| p.display().to_string()).collect(),
     };
     let result = run::run(&opts);
     if let Ok(run::RunReport { dir: Some(dir), .. }) = &result

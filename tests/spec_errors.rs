@@ -492,3 +492,20 @@ fn an_error_past_column_65535_is_reported_not_a_panic() {
         ],
     );
 }
+
+#[test]
+fn binary_refuses_a_bad_backend_list_before_writing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = valid_sweep_file(tmp.path());
+    run_fails(
+        &sweep,
+        &["--backend", "cpu,opencl"],
+        &["--backend", "cpu,opencl", "unknown backend `opencl`"],
+    );
+    run_fails(
+        &sweep,
+        &["--backend", "cpu,auto,cpu"],
+        &["backend `cpu` is named twice"],
+    );
+    run_fails(&sweep, &["--backend", "cpu,"], &["an empty backend name"]);
+}

@@ -366,7 +366,7 @@ fn env_combos_are_the_product_of_env_axes_with_fixed_env_in_each() {
 
 #[test]
 fn no_env_gives_one_empty_combo_and_a_scalar_env_axis_is_one_value() {
-    assert_eq!(conv("").env_combos(), vec![EnvCombo { vars: vec![] }]);
+    assert_eq!(conv("").env_combos(), vec![EnvCombo::default()]);
     assert_eq!(conv("").env_combos()[0].key(), "");
     let s = conv("[env_axes]\nX = \"only\"\n");
     assert_eq!(s.env_combos().len(), 1);
@@ -377,8 +377,37 @@ fn no_env_gives_one_empty_combo_and_a_scalar_env_axis_is_one_value() {
 fn env_key_sorts_whatever_the_order_of_vars() {
     let c = EnvCombo {
         vars: vec![("Z".into(), "1".into()), ("A".into(), "2".into())],
+        ..EnvCombo::default()
     };
     assert_eq!(c.key(), "A=2;Z=1");
+    // One backend: the unit ids' key is the env key, as before backend lists existed.
+    assert_eq!(c.context_key(), "A=2;Z=1");
+}
+
+#[test]
+fn several_backends_make_one_context_per_backend_and_env_combination() {
+    use rocsweep::spec::expand::with_backends;
+    let s = conv("[env_axes]\nX = [\"1\", \"2\"]\n");
+    let one = with_backends(s.env_combos(), &["cpu".to_string()]);
+    assert_eq!(one, s.env_combos());
+    let two = with_backends(s.env_combos(), &["cpu".to_string(), "auto".to_string()]);
+    let keys: Vec<String> = two.iter().map(|c| c.context_key()).collect();
+    assert_eq!(
+        keys,
+        [
+            "backend=cpu;X=1",
+            "backend=cpu;X=2",
+            "backend=auto;X=1",
+            "backend=auto;X=2"
+        ]
+    );
+    // The CSV's env column stays the env alone.
+    assert_eq!(two[2].key(), "X=1");
+    let bare = with_backends(
+        conv("").env_combos(),
+        &["cpu".to_string(), "auto".to_string()],
+    );
+    assert_eq!(bare[1].context_key(), "backend=auto");
 }
 
 // ---- case ids -----------------------------------------------------------------------------------
@@ -548,4 +577,30 @@ fn axis_override_on_cases_keeps_the_selected_rows_weights() {
     );
     assert_eq!(cases(&s).len(), 2);
     assert!(s.case_weights().is_none());
+}
+
+#[test]
+fn several_rocm_trees_make_one_context_per_tree_inside_each_backend() {
+    use rocsweep::spec::expand::{RocmTree, with_backends, with_trees};
+    let s =
+        conv("rocm = [\"/opt/rocm-5.7\", \"~/venvs/gfx1010\"]\n[env_axes]\nX = [\"1\", \"2\"]\n");
+    assert_eq!(s.rocm, ["/opt/rocm-5.7", "~/venvs/gfx1010"]);
+    let tree = |l: &str| RocmTree {
+        label: l.into(),
+        path: format!("/abs{l}"),
+    };
+    let trees = [tree("/a"), tree("/b")];
+    assert_eq!(with_trees(s.env_combos(), &trees[..1]), s.env_combos());
+    let both = with_backends(
+        with_trees(s.env_combos(), &trees),
+        &["rocm".to_string(), "torch".to_string()],
+    );
+    let keys: Vec<String> = both.iter().map(|c| c.context_key()).collect();
+    assert_eq!(keys[0], "backend=rocm;rocm=/a;X=1");
+    assert_eq!(keys[3], "backend=rocm;rocm=/b;X=2");
+    assert_eq!(keys[4], "backend=torch;rocm=/a;X=1");
+    assert_eq!(both.len(), 8);
+    let only_trees = with_trees(conv("").env_combos(), &trees);
+    assert_eq!(only_trees[1].context_key(), "rocm=/b");
+    assert_eq!(only_trees[1].key(), "");
 }

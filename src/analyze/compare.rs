@@ -370,8 +370,13 @@ pub fn command(
     force: bool,
     fail_on_regression: bool,
 ) -> Result<i32, CmdError> {
-    let a = RunData::load(run_a)?;
-    let b = RunData::load(run_b)?;
+    // Each side is a run directory, or `RUN@LABEL`: one ROCm tree of a run over several.
+    let (side_a, side_b) = (
+        super::compare_tree::Side::parse(run_a),
+        super::compare_tree::Side::parse(run_b),
+    );
+    let a = side_a.load()?;
+    let b = side_b.load()?;
     if let Err(why) = check_same_sweep(&a, &b)
         && !force
     {
@@ -379,8 +384,13 @@ pub fn command(
             "{why}; pass --force to compare them anyway (units are matched by id)"
         )));
     }
-    let c = compare(&a, &b);
-    let dir = out.map_or_else(|| default_out(run_a, run_b), Path::to_path_buf);
+    let mut c = compare(&a, &b);
+    c.a.label = side_a.label();
+    c.b.label = side_b.label();
+    let dir = out.map_or_else(
+        || side_b.dir.join(format!("compare-{}", side_a.file_label())),
+        Path::to_path_buf,
+    );
     std::fs::create_dir_all(&dir)
         .map_err(|e| CmdError::Failure(format!("{}: {e}", dir.display())))?;
     let write = |name: &str, text: &str| {

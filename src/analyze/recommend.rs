@@ -269,7 +269,7 @@ fn combos(run: &RunData) -> Vec<(String, Vec<(String, String)>)> {
         .manifest
         .env_combos
         .iter()
-        .map(|c| (c.key(), c.vars.clone()))
+        .map(|c| (c.context_key(), c.context_vars()))
         .collect();
     for r in &run.rows {
         if !combos.iter().any(|(k, _)| *k == r.env) {
@@ -440,6 +440,16 @@ impl Recommendation {
                     export,
                     why,
                 };
+                if crate::spec::expand::PSEUDO_VARS.contains(&name.as_str()) {
+                    // The backend or ROCm tree of a run over several: chosen on the command
+                    // line, never an environment variable.
+                    let why = self.evidence(name, value);
+                    return decision(
+                        false,
+                        value,
+                        format!("{why} (not an environment variable: run with --{name} {value})"),
+                    );
+                }
                 let Some(e) = self.effects.iter().find(|e| e.name == *name) else {
                     return decision(true, value, self.evidence(name, value));
                 };

@@ -72,6 +72,9 @@ pub struct LibraryFile {
 /// Phase notifications from inside a backend (compile and alloc happen there).
 pub trait PhaseSink {
     fn phase(&mut self, phase: &'static str);
+    /// Called by the unit runner (never by a backend) with the output read back, before it is
+    /// verified; the worker's TEST-ONLY fault switch may corrupt it here. Default: nothing.
+    fn before_verify(&mut self, _output: &mut HostData) {}
 }
 
 impl<F: FnMut(&'static str)> PhaseSink for F {

@@ -1,17 +1,24 @@
 //! TEST-ONLY fault injection, read by the worker from `ROCSWEEP_TEST_FAULT` and nowhere else.
 //! It lets the test suite make a real worker process really hang, segfault, abort or exit on
-//! chosen units. Sweep files cannot reach it: the sweep loader refuses env names that start
-//! with `ROCSWEEP_`, so only the environment of the `rocsweep` process itself can set it.
+//! chosen units, or hand a corrupted output to verification. Sweep files cannot reach it: the
+//! sweep loader refuses env names that start with `ROCSWEEP_`, so only the environment of the
+//! `rocsweep` process itself can set it.
 //!
 //! Syntax: rules separated by `;`, each `MATCH:ACTION@PHASE`, where MATCH is `*`, `probe` (the
 //! health probe), or conditions joined by `&`, each `name=value` (a parameter of the unit's case,
-//! or `solver=...`), `name>value`, `name>=value`, `name<value` or `name<=value` (a numeric
+//! `solver=...`, or `backend=...`: the backend the worker was started with, as the sweep names
+//! it, e.g. `auto`), `name>value`, `name>=value`, `name<value` or `name<=value` (a numeric
 //! parameter compared as a number; a parameter that is not a number never matches), or
 //! `env.NAME=value` (the worker's own environment, i.e. its env combination); ACTION is `hang`,
-//! `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort` or `exit`; PHASE is
-//! enumerate, alloc, compile, run or verify. The first rule that matches wins.
+//! `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort`, `exit`, or `zeros` /
+//! `nan` (the unit's output, once read back from the backend, is replaced by all zeros / all
+//! NaN before it is verified, so the row says what the verifier says: `zeros`, `nonfinite` or
+//! `mismatch`; these two act only with PHASE `verify`); PHASE is enumerate, alloc, compile, run
+//! or verify. The first rule that matches wins. The unit's match target is its canonical text
+//! with `;solver=NAME;backend=NAME` appended.
 //! Examples: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`; seed 004's RDNA1 table as
-//! `c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run`.
+//! `c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run`; one layer returning
+//! zeros: `backend=torch&m=64:zeros@verify`.
 
 pub const ENV: &str = "ROCSWEEP_TEST_FAULT";
 
@@ -23,6 +30,17 @@ pub enum Action {
     Segv,
     Abort,
     Exit,
+    /// The output, read back, becomes all zeros (applied by the worker before verification).
+    Zeros,
+    /// The output, read back, becomes all NaN (applied by the worker before verification).
+    Nan,
+}
+
+impl Action {
+    /// Whether the action corrupts the output instead of ending the worker.
+    pub fn corrupts_output(&self) -> bool {
+        matches!(self, Action::Zeros | Action::Nan)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +59,8 @@ impl Action {
             Action::Segv => "segv",
             Action::Abort => "abort",
             Action::Exit => "exit",
+            Action::Zeros => "zeros",
+            Action::Nan => "nan",
         }
     }
 }
@@ -84,6 +104,8 @@ impl Faults {
                     "segv" => Action::Segv,
                     "abort" => Action::Abort,
                     "exit" => Action::Exit,
+                    "zeros" => Action::Zeros,
+                    "nan" => Action::Nan,
                     _ => return None,
                 };
                 Some(Rule {
@@ -145,9 +167,26 @@ fn holds(cond: &str, canonical: &str) -> bool {
     }
 }
 
-/// Carries out a fault for real: spins forever, touches unmapped memory, aborts or exits.
+/// Replaces every element of `output` by zero (`Zeros`) or NaN (`Nan`); other actions leave it.
+pub fn corrupt(action: &Action, output: &mut crate::tensor::HostData) {
+    use crate::tensor::HostData;
+    use half::{bf16, f16};
+    match (action, output) {
+        (Action::Zeros, HostData::F32(v)) => v.fill(0.0),
+        (Action::Zeros, HostData::F16(v)) => v.fill(f16::ZERO),
+        (Action::Zeros, HostData::Bf16(v)) => v.fill(bf16::ZERO),
+        (Action::Nan, HostData::F32(v)) => v.fill(f32::NAN),
+        (Action::Nan, HostData::F16(v)) => v.fill(f16::NAN),
+        (Action::Nan, HostData::Bf16(v)) => v.fill(bf16::NAN),
+        _ => {}
+    }
+}
+
+/// Carries out a fault for real: spins forever, touches unmapped memory, aborts or exits. The
+/// output-corrupting actions do nothing here (see [`corrupt`]).
 pub fn trigger(action: Action) {
     match action {
+        Action::Zeros | Action::Nan => {}
         Action::Hang | Action::GpuHang => {
             let mut x: u64 = 0;
             loop {
@@ -191,6 +230,27 @@ mod tests {
             both.action("conv2d;c_in=16;h=9", "run"),
             None,
             "every condition must hold"
+        );
+    }
+
+    #[test]
+    fn output_faults_parse_match_the_backend_and_corrupt_every_element() {
+        let f = Faults::parse("backend=auto&m=64:zeros@verify;backend=cpu:nan@verify");
+        let on = |b: &str| format!("gemm;m=64;n=8;k=8;solver=default;backend={b}");
+        assert_eq!(f.action(&on("auto"), "verify"), Some(Action::Zeros));
+        assert_eq!(f.action(&on("auto"), "run"), None);
+        assert_eq!(f.action(&on("cpu"), "verify"), Some(Action::Nan));
+        assert_eq!(f.action(&on("torch"), "verify"), None);
+        assert!(Action::Zeros.corrupts_output() && !Action::Exit.corrupts_output());
+        let mut out = crate::tensor::HostData::F32(vec![1.0, -2.5, 3.0]);
+        corrupt(&Action::Nan, &mut out);
+        assert!(matches!(&out, crate::tensor::HostData::F32(v) if v.iter().all(|x| x.is_nan())));
+        corrupt(&Action::Zeros, &mut out);
+        assert!(matches!(&out, crate::tensor::HostData::F32(v) if v.iter().all(|x| *x == 0.0)));
+        let mut half = crate::tensor::HostData::Bf16(vec![half::bf16::ONE; 4]);
+        corrupt(&Action::Zeros, &mut half);
+        assert!(
+            matches!(&half, crate::tensor::HostData::Bf16(v) if v.iter().all(|x| x.to_f32() == 0.0))
         );
     }
 

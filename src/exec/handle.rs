@@ -2,6 +2,7 @@
 //! env combination (no shell), stdout read by a thread into a channel, stderr into a log file.
 
 use super::protocol::{Event, Request, encode};
+use super::supervisor::Env;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -77,33 +78,51 @@ pub struct WorkerSpec {
     pub cache_vars: Vec<(String, String)>,
 }
 
-/// The cache directory of one env combination for one variable (see `WorkerSpec::cache_root`).
-fn combo_cache_dir(root: &Path, env: &[(String, String)], subdir: &str) -> PathBuf {
-    let text = serde_json::to_string(env).unwrap_or_default();
-    let key = if env.is_empty() {
-        "default".to_string()
-    } else {
-        crate::op::short_hash(text.as_bytes())
+/// The cache directory of one worker context for one variable (see `WorkerSpec::cache_root`):
+/// by the env combination, and by the backend and the ROCm tree where the run names several.
+fn combo_cache_dir(root: &Path, env: &Env, subdir: &str) -> PathBuf {
+    let text = serde_json::to_string(env.vars).unwrap_or_default();
+    let key = match (env.backend, env.rocm) {
+        (None, None) if env.vars.is_empty() => "default".to_string(),
+        (None, None) => crate::op::short_hash(text.as_bytes()),
+        (b, t) => {
+            let whole = format!("{}|{}|{text}", b.unwrap_or(""), t.unwrap_or(""));
+            format!(
+                "{}-{}",
+                b.unwrap_or("ctx"),
+                crate::op::short_hash(whole.as_bytes())
+            )
+        }
     };
     root.join(key).join(subdir)
 }
 
-/// The (variable, directory) pairs of one env combination's caches (see
-/// `WorkerSpec::cache_root`); variables the combination sets itself are left to it.
-fn cache_env(spec: &WorkerSpec, env: &[(String, String)]) -> Vec<(String, PathBuf)> {
+/// The (variable, directory) pairs of one worker context's caches (see
+/// `WorkerSpec::cache_root`); variables the combination sets itself are left to it. A context
+/// with its own backend isolates that backend's cache variables.
+fn cache_env(spec: &WorkerSpec, env: &Env) -> Vec<(String, PathBuf)> {
     let Some(root) = &spec.cache_root else {
         return Vec::new();
     };
-    spec.cache_vars
-        .iter()
-        .filter(|(var, _)| !env.iter().any(|(k, _)| k == var))
-        .map(|(var, sub)| (var.clone(), combo_cache_dir(root, env, sub)))
+    let vars: Vec<(String, String)> = match env.backend {
+        None => spec.cache_vars.clone(),
+        Some(b) => crate::backend::isolated_cache_vars(b)
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    vars.into_iter()
+        .filter(|(var, _)| !env.vars.iter().any(|(k, _)| k == var))
+        .map(|(var, sub)| {
+            let dir = combo_cache_dir(root, env, &sub);
+            (var, dir)
+        })
         .collect()
 }
 
-/// Creates the cache directories of one env combination (the run does it once the run
+/// Creates the cache directories of one worker context (the run does it once the run
 /// directory exists, before any unit runs).
-pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io::Result<()> {
+pub fn create_cache_dirs(spec: &WorkerSpec, env: &Env) -> std::io::Result<()> {
     for (_, dir) in cache_env(spec, env) {
         std::fs::create_dir_all(dir)?;
     }
@@ -111,11 +130,9 @@ pub fn create_cache_dirs(spec: &WorkerSpec, env: &[(String, String)]) -> std::io
 }
 
 impl WorkerHandle {
-    pub fn spawn(
-        spec: &WorkerSpec,
-        env: &[(String, String)],
-        log: &Path,
-    ) -> std::io::Result<WorkerHandle> {
+    /// Starts a worker of the context `env`: its env combination, and its backend and ROCm
+    /// tree where the run names several (else the spec's backend and the inherited tree).
+    pub fn spawn(spec: &WorkerSpec, env: &Env, log: &Path) -> std::io::Result<WorkerHandle> {
         let log_file = File::options()
             .create(true)
             .append(true)
@@ -126,7 +143,7 @@ impl WorkerHandle {
         let mut cmd = Command::new(&spec.exe);
         cmd.arg("worker")
             .arg("--backend")
-            .arg(&spec.backend)
+            .arg(env.backend.unwrap_or(&spec.backend))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log_file))
@@ -139,10 +156,13 @@ impl WorkerHandle {
         for (var, dir) in cache_env(spec, env) {
             cmd.env(var, dir);
         }
-        for (k, v) in env {
+        if let Some(tree) = env.rocm {
+            cmd.env(crate::backend::rocm::discover::ROCM_ENV, tree);
+        }
+        for (k, v) in env.vars {
             cmd.env(k, v);
         }
-        let combo = serde_json::to_string(env).map_err(std::io::Error::other)?;
+        let combo = serde_json::to_string(env.vars).map_err(std::io::Error::other)?;
         cmd.env(super::worker::ENV_COMBO, combo);
         let mut child = cmd.spawn()?;
         let stdout = child

@@ -16,6 +16,8 @@ const ENV: Env<'static> = Env {
     index: 0,
     trial: 1,
     vars: &[],
+    backend: None,
+    rocm: None,
 };
 
 /// A worker of one backend, handshaken; shut down on drop (its logs go with the temporary

@@ -43,6 +43,9 @@ pub struct RunOptions {
     pub shared_caches: bool,
     /// `--trials N`: overrides the sweep's `[timing] trials` (a resume keeps the run's).
     pub trials: Option<u32>,
+    /// `--rocm PATH`, each time it was given, as written: one (already exported to every
+    /// process by `main`) or several trees run side by side; empty: the sweep's `rocm` key.
+    pub rocm: Vec<String>,
 }
 
 pub const DEFAULT_MAX_UNITS: u64 = 100_000;

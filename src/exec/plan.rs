@@ -26,7 +26,7 @@ pub fn cases<'a>(
         .iter()
         .enumerate()
         .flat_map(move |(env_index, combo)| {
-            let env_key = combo.key();
+            let env_key = combo.context_key();
             sweep
                 .cases()
                 .filter_map(Result::ok)
@@ -51,7 +51,7 @@ pub fn passes<'a>(
             (0..combos.len()).rev().collect()
         };
         order.into_iter().flat_map(move |env_index| {
-            let env_key = combos[env_index].key();
+            let env_key = combos[env_index].context_key();
             sweep
                 .cases()
                 .filter_map(Result::ok)

@@ -269,11 +269,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             case,
             solvers,
         } = w;
-        let env = Env {
-            index: env_index,
-            trial,
-            vars: &self.p.combos[env_index].vars,
-        };
+        let env = Env::of(env_index, trial, &self.p.combos[env_index]);
         let solvers = match solvers {
             Some(s) => s,
             None if self.state == State::Draining && case.solver == "all" => {
@@ -452,8 +448,13 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             }
         }
         if fault && self.state == State::Healthy && !self.probe_failed {
-            let others: Vec<&[(String, String)]> =
-                self.p.combos.iter().map(|c| c.vars.as_slice()).collect();
+            let others: Vec<Env> = self
+                .p
+                .combos
+                .iter()
+                .enumerate()
+                .map(|(index, c)| Env::of(index, u.trial, c))
+                .collect();
             let health = self.slot.sup.check_health(u.env, &others);
             spawn_failed(&mut self.slot.sup)?;
             match health {

@@ -54,8 +54,9 @@ fn run_with_a_hang(probe: Status) -> (Option<Stop>, HashMap<String, Status>, Vec
         trials: HashMap::new(),
         env_devices: BTreeMap::new(),
         cannot_start: HashMap::new(),
+        contexts: HashMap::new(),
     });
-    let combos = [EnvCombo { vars: Vec::new() }];
+    let combos = [EnvCombo::default()];
     let interrupts = AtomicUsize::new(0);
     let p = Params {
         combos: &combos,

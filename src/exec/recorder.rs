@@ -33,6 +33,39 @@ pub struct Recorder {
     /// Env combinations (by index) whose own environment keeps their worker from starting,
     /// with why: their remaining units are recorded `error` without running.
     pub cannot_start: HashMap<usize, String>,
+    /// In a run over several backends or ROCm trees: each worker context's key (what units
+    /// name as their `env_key`) -> what its rows say. Empty in a run of one backend and one
+    /// tree, whose rows take the run's backend and their env key as it is.
+    pub contexts: HashMap<String, Context>,
+}
+
+/// What a row of one worker context says besides its unit (see `Recorder::contexts`).
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// The CSV's `env`: the env combination alone.
+    pub env: String,
+    /// The context's own backend, where the run names several.
+    pub backend: Option<String>,
+    /// The CSV's `rocm`: the tree's label, where the run names several.
+    pub rocm: String,
+}
+
+impl Context {
+    /// The contexts of a run's env combinations that carry a backend or a tree, by key.
+    pub fn of_run(combos: &[crate::spec::expand::EnvCombo]) -> HashMap<String, Context> {
+        combos
+            .iter()
+            .filter(|c| c.backend.is_some() || c.rocm.is_some())
+            .map(|c| {
+                let ctx = Context {
+                    env: c.key(),
+                    backend: c.backend.clone(),
+                    rocm: c.rocm.as_ref().map(|t| t.label.clone()).unwrap_or_default(),
+                };
+                (c.context_key(), ctx)
+            })
+            .collect()
+    }
 }
 
 /// Where a row ran: the slot's label and the device that its worker (or, failing that, the
@@ -108,6 +141,14 @@ impl Recorder {
                 .map_or(place.fallback, String::as_str)
                 .to_string(),
         };
+        let (env, backend, rocm) = match self.contexts.get(unit.env_key) {
+            Some(c) => (
+                c.env.as_str(),
+                c.backend.as_deref().unwrap_or(backend),
+                c.rocm.as_str(),
+            ),
+            None => (unit.env_key, backend, ""),
+        };
         let key = UnitKey {
             unit_id: unit.id,
             case: unit.case,
@@ -115,7 +156,8 @@ impl Recorder {
             backend,
             device: &device,
             device_index: place.label,
-            env: unit.env_key,
+            env,
+            rocm,
         };
         let row = row::record(&key, out);
         self.emit(&Event::Finished {
@@ -268,6 +310,7 @@ mod tests {
             trials: HashMap::new(),
             env_devices: BTreeMap::new(),
             cannot_start: HashMap::new(),
+            contexts: HashMap::new(),
         }
     }
 

@@ -307,6 +307,7 @@ mod tests {
             device: "cpu",
             device_index: "",
             env: "",
+            rocm: "",
         };
         record(&key, &Outcome::failed(status, "", ""))
     }

@@ -14,6 +14,8 @@ pub struct UnitKey<'a> {
     /// The device slot (`--devices`), empty without.
     pub device_index: &'a str,
     pub env: &'a str,
+    /// The ROCm tree's label in a run over several trees, else empty.
+    pub rocm: &'a str,
 }
 
 fn num(v: f64) -> String {
@@ -48,6 +50,7 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         key.device_index.to_string(),
         key.solver.to_string(),
         key.env.to_string(),
+        key.rocm.to_string(),
         out.status.name().to_string(),
         out.phase.clone(),
         one_line(&out.error),
@@ -150,6 +153,7 @@ pub(crate) mod tests {
             device: "cpu",
             device_index: "",
             env: "",
+            rocm: "",
         };
         let mut out = Outcome::failed(Status::Crash, "run", "line one\nline two");
         out.trials = 2;

@@ -67,7 +67,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
     // (start_slots), before anything is published: this process never loads a vendor library.
-    crate::backend::check_name(&s.backend).map_err(CmdError::BadInput)?;
+    for b in &s.backends {
+        crate::backend::check_name(b).map_err(CmdError::BadInput)?;
+    }
     let device_sel = s.device_sel(opts)?;
 
     let interrupts = interrupts();
@@ -90,12 +92,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         mut spec,
         mut slots,
         info,
+        others,
         devices,
     } = target.start_workers(&s, opts, &interrupts, device_sel.as_ref())?;
     let planned = s
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
+    if !others.is_empty() && s.old.is_none() {
+        man.backends = std::iter::once(info.clone()).chain(others).collect();
+    }
     let named = s.dir.clone();
     target.publish(&mut s, &man, &mut slots, opts.out.is_some())?;
     if s.dir != named {
@@ -194,8 +200,8 @@ fn manifest_for(
 /// Every combination's cache directories exist from the start (workers started before the
 /// run directory was published could not create theirs).
 fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
-    for c in &s.combos {
-        super::handle::create_cache_dirs(spec, &c.vars)
+    for (i, c) in s.combos.iter().enumerate() {
+        super::handle::create_cache_dirs(spec, &Env::of(i, 1, c))
             .map_err(|e| io(s, "creating the per-combination cache directories", e))?;
     }
     Ok(())
@@ -265,40 +271,74 @@ impl Target {
             .combos
             .iter()
             .enumerate()
-            .map(|(index, c)| Env {
-                index,
-                trial: 1,
-                vars: &c.vars,
-            })
+            .map(|(index, c)| Env::of(index, 1, c))
             .collect();
         let no_combo = [Env {
             index: 0,
             trial: 1,
             vars: &[],
+            backend: None,
+            rocm: None,
         }];
         let envs = if envs.is_empty() {
             &no_combo[..]
         } else {
             &envs
         };
+        // The first backend's contexts start the slots; with several backends, each other
+        // backend's worker says first whether it can run (before anything is published).
+        let first: Vec<Env> = envs
+            .iter()
+            .filter(|e| (e.backend, e.rocm) == (envs[0].backend, envs[0].rocm))
+            .copied()
+            .collect();
         // Nothing ran when this fails: the staging guard leaves no directory behind.
-        let (slots, mut info, devices) =
-            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, envs)?;
+        let (mut slots, mut info, devices) =
+            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
+        let groups = if envs.len() > 1 {
+            let checked =
+                super::slots::check_other_groups(&spec, &logs, &s.sweep, interrupts, envs);
+            if checked.is_err() {
+                for slot in &mut slots {
+                    slot.sup.shutdown();
+                }
+            }
+            checked?
+        } else {
+            Vec::new()
+        };
+        // Per backend, what its first worker said (the manifest's `backends`).
+        let mut others: Vec<BackendInfo> = Vec::new();
+        let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
+        for (b, _, i) in &groups {
+            if !seen.contains(b) {
+                seen.push(b.clone());
+                others.push(i.clone());
+            }
+        }
         // The vendor library files the worker mapped get their soname and SHA-256 once per run.
         super::libhash::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.
-        if let Some(line) = crate::backend::rocm::provenance::first_line(&info.versions) {
-            crate::noteln!("{line}");
+        // Several trees: each one's line.
+        for versions in std::iter::once(&info.versions).chain(groups.iter().map(|g| &g.2.versions))
+        {
+            if let Some(line) = crate::backend::rocm::provenance::first_line(versions) {
+                crate::noteln!("{line}");
+            }
         }
-        if let Some(note) = &info.picked {
-            crate::noteln!("note: {note}");
+        for picked in std::iter::once(&info)
+            .chain(&others)
+            .filter_map(|i| i.picked.as_ref())
+        {
+            crate::noteln!("note: {picked}");
         }
         Ok(Workers {
             spec,
             slots,
             info,
+            others,
             devices,
         })
     }
@@ -355,6 +395,8 @@ struct Workers {
     slots: Vec<Slot>,
     /// The backend's info for the manifest (its `devices`: one per slot).
     info: BackendInfo,
+    /// With several backends: what each other backend's first worker said, in order.
+    others: Vec<BackendInfo>,
     /// The slots' device indices (empty without `--devices`).
     devices: Vec<usize>,
 }
@@ -411,6 +453,7 @@ fn open_recorder(
         trials: state.trials,
         env_devices: man.env_devices.clone(),
         cannot_start: HashMap::new(),
+        contexts: super::recorder::Context::of_run(&s.combos),
     }))
 }
 

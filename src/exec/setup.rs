@@ -16,7 +16,7 @@ use crate::error::CmdError;
 use crate::results::manifest::{self, Host, Manifest, SweepInfo};
 use crate::results::rundir;
 use crate::results::status::Status;
-use crate::spec::expand::EnvCombo;
+use crate::spec::expand::{EnvCombo, RocmTree};
 use crate::spec::policy::Policies;
 use crate::spec::{self, Sweep};
 use std::collections::HashSet;
@@ -26,7 +26,13 @@ use std::path::{Path, PathBuf};
 /// A run, resolved and checked.
 pub struct Setup {
     pub sweep: Sweep,
+    /// The first (or only) backend: what the run's first workers open.
     pub backend: String,
+    /// Every backend the run names, in order (one, or several run side by side).
+    pub backends: Vec<String>,
+    /// The one ROCm tree the sweep names (`rocm = "PATH"`), resolved: given to every worker.
+    /// (`--rocm PATH` once is exported by `main`; several trees are contexts in `combos`.)
+    pub rocm_env: Option<String>,
     pub dir: PathBuf,
     /// The manifest of the run being resumed.
     pub old: Option<Manifest>,
@@ -43,7 +49,7 @@ impl Setup {
     pub fn new(opts: &RunOptions) -> Result<Setup, CmdError> {
         let Prepared {
             sweep,
-            backend,
+            backends,
             dir,
             manifest: old,
             shard: shard_record,
@@ -55,8 +61,13 @@ impl Setup {
             .map_err(|e| {
                 CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display()))
             })?;
+        let trees = trees_of(opts, &sweep, old.as_ref())?;
         // Counted before they are built (the loader bounds them: spec::MAX_ENV_COMBOS).
-        let product = sweep.product_size().saturating_mul(sweep.env_combo_count());
+        let product = sweep
+            .product_size()
+            .saturating_mul(sweep.env_combo_count())
+            .saturating_mul(backends.len() as u128)
+            .saturating_mul(trees.len().max(1) as u128);
         if product > opts.max_units as u128 && !opts.force && old.is_none() {
             return Err(CmdError::BadInput(format!(
                 "{}: the sweep's product is {product} combinations (axes x env combinations), more than the cap of {}; \
@@ -64,12 +75,22 @@ impl Setup {
                 sweep.source.path, opts.max_units
             )));
         }
-        let combos = sweep.env_combos();
+        let rocm_env = match trees.as_slice() {
+            [one] => Some(one.path.clone()),
+            _ => None,
+        };
+        let combos = crate::spec::expand::with_backends(
+            crate::spec::expand::with_trees(sweep.env_combos(), &trees),
+            &backends,
+        );
+        let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
         let strategy = strategy_plan::resolve(opts, &sweep)?;
         let trials = trials_for(opts, &sweep, old.as_ref(), strategy.is_some())?;
         Ok(Setup {
             sweep,
             backend,
+            backends,
+            rocm_env,
             dir,
             old,
             shard_record,
@@ -163,6 +184,16 @@ impl Setup {
         Ok(WorkerSpec {
             exe,
             backend: self.backend.clone(),
+            extra_env: self
+                .rocm_env
+                .iter()
+                .map(|p| {
+                    (
+                        crate::backend::rocm::discover::ROCM_ENV.to_string(),
+                        p.clone(),
+                    )
+                })
+                .collect(),
             cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
             cache_vars: crate::backend::isolated_cache_vars(&self.backend)
                 .iter()
@@ -210,13 +241,14 @@ impl Setup {
             devices,
             merge: None,
             env_devices: Default::default(),
+            backends: Vec::new(),
         }
     }
 }
 
 struct Prepared {
     sweep: Sweep,
-    backend: String,
+    backends: Vec<String>,
     dir: PathBuf,
     manifest: Option<Manifest>,
     shard: Option<ShardRecord>,
@@ -241,11 +273,11 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
                     m.sweep.path
                 ))
             })?;
-        let backend = m.backend.backend.clone();
+        let backends = backends_of(&m);
         let shard = m.shard.clone();
         return Ok(Prepared {
             sweep,
-            backend,
+            backends,
             dir: dir.clone(),
             manifest: Some(m),
             shard,
@@ -256,10 +288,11 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         .as_ref()
         .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
     let sweep = spec::load(path, &opts.axes)?;
-    let backend = opts
-        .backend
-        .clone()
-        .unwrap_or_else(|| sweep.backend.clone());
+    let backends = match &opts.backend {
+        Some(list) => parse_backends(list)
+            .map_err(|e| CmdError::BadInput(format!("--backend {list}: {e}")))?,
+        None => sweep.backends.clone(),
+    };
     let shard = match (opts.shard, opts.shard_from_env) {
         (Some(s), _) => Some(ShardRecord {
             index: s.index,
@@ -284,11 +317,88 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     });
     Ok(Prepared {
         sweep,
-        backend,
+        backends,
         dir,
         manifest: None,
         shard,
     })
+}
+
+/// The backends of a run being resumed: those its contexts name when it ran several side by
+/// side, else the one its manifest records (what `auto` resolved to).
+fn backends_of(m: &Manifest) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for b in m.env_combos.iter().filter_map(|c| c.backend.as_ref()) {
+        if !out.contains(b) {
+            out.push(b.clone());
+        }
+    }
+    if out.is_empty() {
+        out.push(m.backend.backend.clone());
+    }
+    out
+}
+
+/// The ROCm trees of the run, resolved: those of the run being resumed (several) or, for a new
+/// run, `--rocm` given several times, else the sweep's `rocm` key (`--rocm` given once has been
+/// exported by `main` and wins over the sweep). A path with no HIP runtime is bad input.
+fn trees_of(
+    opts: &RunOptions,
+    sweep: &Sweep,
+    old: Option<&Manifest>,
+) -> Result<Vec<RocmTree>, CmdError> {
+    if let Some(m) = old {
+        let mut out: Vec<RocmTree> = Vec::new();
+        for t in m.env_combos.iter().filter_map(|c| c.rocm.as_ref()) {
+            if !out.contains(t) {
+                out.push(t.clone());
+            }
+        }
+        if !out.is_empty() {
+            return Ok(out);
+        }
+    }
+    let (labels, source) = match opts.rocm.len() {
+        0 => (&sweep.rocm, sweep.source.path.as_str()),
+        1 => return Ok(Vec::new()),
+        _ => (&opts.rocm, "--rocm"),
+    };
+    labels
+        .iter()
+        .map(|label| resolve_tree(label, source))
+        .collect()
+}
+
+/// One tree as the sweep or `--rocm` names it: `~/` is the home directory, then it is found as
+/// `--rocm` finds a tree (`backend::rocm::discover::resolve_flag`).
+fn resolve_tree(label: &str, source: &str) -> Result<RocmTree, CmdError> {
+    let path = match (label.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(label),
+    };
+    let path = crate::backend::rocm::discover::resolve_flag(&path)
+        .map_err(|why| CmdError::BadInput(format!("{source}: rocm `{label}`: {why}")))?;
+    Ok(RocmTree {
+        label: label.to_string(),
+        path: path.display().to_string(),
+    })
+}
+
+/// `--backend`'s value: one name or a comma-separated list of distinct names (`cpu,torch`),
+/// each one `backend::check_name` knows.
+pub fn parse_backends(list: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        if name.is_empty() {
+            return Err("an empty backend name; expected e.g. cpu or cpu,torch".into());
+        }
+        crate::backend::check_name(name)?;
+        if out.iter().any(|b| b == name) {
+            return Err(format!("backend `{name}` is named twice"));
+        }
+        out.push(name.to_string());
+    }
+    Ok(out)
 }
 
 /// Whether every unit of the plan (this shard's) has its row. A `solver = "all"` case is not

@@ -119,7 +119,8 @@ impl Supervisors<'_> {
             let mut sup = self.new_sup(WorkerSpec {
                 // The backend `auto` resolved to, so every pool opens the same one.
                 backend: seen.backend.clone(),
-                extra_env: d.env.clone(),
+                // The run's own variables (a sweep's one ROCm tree), then the device's.
+                extra_env: [spec.extra_env.clone(), d.env.clone()].concat(),
                 tag: format!("dev{}-", d.index),
                 ..spec.clone()
             });
@@ -149,6 +150,55 @@ impl Supervisors<'_> {
         info.picked = picked;
         Ok((slots, info))
     }
+}
+
+/// A (backend, ROCm tree) group of a run's contexts (None: the run's one) and what its first
+/// worker said.
+pub type Group = (Option<String>, Option<String>, BackendInfo);
+
+/// In a run over several backends or ROCm trees: one worker of each (backend, tree) after the
+/// first (whose worker `start_slots` started), in the first of its contexts that starts,
+/// handshaken and ended. Each says whether it can run here (exit 2 when one cannot, as in a run
+/// of one) and what it found: (backend, tree path, info) per group, in the contexts' order.
+pub fn check_other_groups(
+    spec: &WorkerSpec,
+    logs: &Path,
+    sweep: &Sweep,
+    interrupts: &Arc<AtomicUsize>,
+    envs: &[Env],
+) -> Result<Vec<Group>, CmdError> {
+    let make = Supervisors {
+        logs,
+        sweep,
+        interrupts,
+    };
+    let mut groups: Vec<(Option<&str>, Option<&str>)> = Vec::new();
+    for e in envs {
+        if !groups.contains(&(e.backend, e.rocm)) {
+            groups.push((e.backend, e.rocm));
+        }
+    }
+    let mut infos = Vec::new();
+    for (n, (backend, rocm)) in groups.into_iter().enumerate().skip(1) {
+        let mine: Vec<Env> = envs
+            .iter()
+            .filter(|e| (e.backend, e.rocm) == (backend, rocm))
+            .copied()
+            .collect();
+        let mut sup = make.new_sup(WorkerSpec {
+            tag: format!("probe{n}-"),
+            ..spec.clone()
+        });
+        let seen = start_any(&mut sup, &mine);
+        sup.shutdown();
+        let name = backend.unwrap_or(&spec.backend);
+        let what = rocm
+            .map(|t| format!(" with the ROCm tree {t}"))
+            .unwrap_or_default();
+        let info = seen.map_err(|o| did_not_start(&sup, name, &what, o.error))?;
+        infos.push((backend.map(String::from), rocm.map(String::from), info));
+    }
+    Ok(infos)
 }
 
 /// The first worker of `sup`, in the first env combination whose worker starts: a

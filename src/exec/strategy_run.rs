@@ -192,11 +192,7 @@ impl Runner<'_, '_> {
                 self.add_unit(env, ci, &key, solver);
                 continue;
             }
-            let e = Env {
-                index: env,
-                trial: 1,
-                vars: &self.p.combos[env].vars,
-            };
+            let e = Env::of(env, 1, &self.p.combos[env]);
             let listed = match self.slots.first_mut() {
                 Some(slot) => pool::list_solvers(slot, self.shared, e, &self.cases[ci], &key)?,
                 None => Listing::Failed(Box::new(Outcome::failed(

@@ -27,6 +27,23 @@ pub struct Env<'a> {
     /// 1-based trial (see `TimingPolicy::trials`).
     pub trial: u32,
     pub vars: &'a [(String, String)],
+    /// The backend of this context's workers when the run names several (else the spec's).
+    pub backend: Option<&'a str>,
+    /// The ROCm tree (the path given to its workers) when the run names several.
+    pub rocm: Option<&'a str>,
+}
+
+impl<'a> Env<'a> {
+    /// The context of env combination `index` of a run, for `trial`.
+    pub fn of(index: usize, trial: u32, c: &'a crate::spec::expand::EnvCombo) -> Env<'a> {
+        Env {
+            index,
+            trial,
+            vars: &c.vars,
+            backend: c.backend.as_deref(),
+            rocm: c.rocm.as_ref().map(|t| t.path.as_str()),
+        }
+    }
 }
 
 /// A worker process could not be started at all: the machine's failure, never a unit's result.
@@ -125,7 +142,7 @@ impl Supervisor {
             "worker-{}{:04}-env{}.log",
             self.spec.tag, self.spawned, env.index
         ));
-        match WorkerHandle::spawn(&self.spec, env.vars, &log) {
+        match WorkerHandle::spawn(&self.spec, &env, &log) {
             Ok(w) => {
                 self.current = Some((key, w));
                 self.ready = false;
@@ -386,11 +403,11 @@ impl Supervisor {
     /// After a hang or crash in `env`: is the device healthy? The probe runs in the
     /// combination's own environment first. When the worker dies there before it is ready (a
     /// crash or an error in `init`, not a hang, which is the device's mark), one probe runs in
-    /// each other combination's environment (`others`: their variables by index); if the device
+    /// each other combination's environment (`others`: every context of the run); if the device
     /// answers in one, the own environment is tried once more (a device that was recovering
     /// is not blamed on the combination), and only when that fails in `init` again is the
     /// combination's environment the cause.
-    pub fn check_health(&mut self, env: Env, others: &[&[(String, String)]]) -> Health {
+    pub fn check_health(&mut self, env: Env, others: &[Env]) -> Health {
         let failed = match self.health_probe(env) {
             Ok(()) => return Health::Healthy,
             Err(o) => o,
@@ -398,14 +415,13 @@ impl Supervisor {
         if failed.phase != "init" || failed.status == Status::Hang {
             return Health::Unhealthy;
         }
-        for (index, vars) in others.iter().enumerate() {
-            if index == env.index {
+        for other in others {
+            if other.index == env.index {
                 continue;
             }
             let other = Env {
-                index,
                 trial: env.trial,
-                vars,
+                ..*other
             };
             if self.probe_tries(other, 1).is_ok() {
                 return match self.probe_tries(env, 1) {

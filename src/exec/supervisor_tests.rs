@@ -48,6 +48,8 @@ fn env() -> Env<'static> {
         index: 0,
         trial: 1,
         vars: &[],
+        backend: None,
+        rocm: None,
     }
 }
 

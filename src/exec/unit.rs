@@ -102,6 +102,10 @@ impl PhaseSink for Tracker<'_> {
         self.current = phase;
         self.outer.phase(phase);
     }
+
+    fn before_verify(&mut self, output: &mut crate::tensor::HostData) {
+        self.outer.before_verify(output);
+    }
 }
 
 fn classify(e: UnitError, phase: &str) -> Outcome {
@@ -156,14 +160,15 @@ fn run_inner(
         outcome.reference = "none (verification disabled)".into();
     } else {
         t.phase("verify");
+        let unit = (case, inputs);
         if let Err(failed) = verify_output(
             backend,
-            case,
-            inputs,
+            unit,
             prepared.as_mut(),
             vp,
             cache,
             &mut outcome,
+            &mut t,
         ) {
             return failed;
         }
@@ -231,20 +236,22 @@ fn prepared_outcome(prepared: &dyn Prepared, first_call_s: f64) -> Outcome {
 }
 
 /// Compares the output with a reference: sets the outcome's reference, verification and (when
-/// the output is wrong) its status. Err when the output cannot be read.
+/// the output is wrong) its status. Err when the output cannot be read. The output passes
+/// through `phases.before_verify` first (the worker's test-only output faults).
 fn verify_output(
     backend: &mut dyn Backend,
-    case: &Case,
-    inputs: &Inputs,
+    (case, inputs): (&Case, &Inputs),
     prepared: &mut dyn Prepared,
     vp: &VerifyPolicy,
     cache: &mut ReferenceCache,
     outcome: &mut Outcome,
+    phases: &mut dyn PhaseSink,
 ) -> Result<(), Outcome> {
-    let output = match prepared.output() {
+    let mut output = match prepared.output() {
         Ok(o) => o,
         Err(e) => return Err(classify(e, "verify")),
     };
+    phases.before_verify(&mut output);
     let check = case
         .problem
         .check(vp.tolerance_scale * prepared.tolerance_factor());

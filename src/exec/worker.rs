@@ -61,12 +61,25 @@ impl PhaseSink for Phases<'_> {
                 phase: phase.to_string(),
             },
         );
-        if let Some(a) = self.faults.action(&self.target, phase) {
+        // Output faults act on the read-back output (`before_verify`), whatever the backend.
+        if let Some(a) = self
+            .faults
+            .action(&self.target, phase)
+            .filter(|a| !a.corrupts_output())
+        {
             if self.in_child {
                 fault::defer(a);
             } else {
                 fault::trigger(a);
             }
+        }
+    }
+
+    fn before_verify(&mut self, output: &mut crate::tensor::HostData) {
+        if let Some(a) = self.faults.action(&self.target, "verify")
+            && a.corrupts_output()
+        {
+            fault::corrupt(&a, output);
         }
     }
 }
@@ -131,6 +144,7 @@ pub fn main(backend_name: &str) -> i32 {
         out,
         faults: Faults::from_env(),
         backend,
+        name: backend_name.to_string(),
         cache: ReferenceCache::default(),
     };
     w.serve()
@@ -201,6 +215,9 @@ struct Worker {
     out: Out,
     faults: Faults,
     backend: Box<dyn backend::Backend>,
+    /// The backend as the worker was told to open it (`--backend`, e.g. `auto`): what fault
+    /// rules' `backend=` condition names.
+    name: String,
     cache: ReferenceCache,
 }
 
@@ -254,8 +271,9 @@ impl Worker {
     /// Runs one unit (through the test faults, when set) and answers with its outcome.
     fn unit(&mut self, unit_id: String, case: &Case, solver: &str, policies: &Policies) {
         let target = format!(
-            "{};solver={solver}",
-            canonical_text(case.problem.kind(), &case.values)
+            "{};solver={solver};backend={}",
+            canonical_text(case.problem.kind(), &case.values),
+            self.name
         );
         if self.faults.action(&target, "run") == Some(fault::Action::GpuHang) {
             self.phase("run");

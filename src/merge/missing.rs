@@ -23,6 +23,10 @@ pub(super) struct Plan {
     order: HashMap<Key, usize>,
     /// Every entry in order, with its text for messages.
     entries: Vec<(Key, String)>,
+    /// Whether the run names several backends / trees (a row's context then includes its
+    /// backend / tree).
+    several_backends: bool,
+    several_trees: bool,
 }
 
 impl Plan {
@@ -32,7 +36,17 @@ impl Plan {
             let stored = first.dir.join("manifest.json");
             e.in_file(&format!("{} (sweep.text, from {})", show(&stored), ms.path))
         })?;
-        let combos = sweep.env_combos();
+        // A run over several backends keeps its contexts (env combination x backend) in the
+        // manifest; a sweep text alone does not know a `--backend a,b` list.
+        let stored = &first.manifest.env_combos;
+        let combos =
+            if spec::expand::several_backends(stored) || spec::expand::several_trees(stored) {
+                first.manifest.env_combos.clone()
+            } else {
+                sweep.env_combos()
+            };
+        let several_backends = spec::expand::several_backends(&combos);
+        let several_trees = spec::expand::several_trees(&combos);
         let mut order: HashMap<Key, usize> = HashMap::new();
         let mut entries: Vec<(Key, String)> = Vec::new();
         for (pos, (_, env_key, case)) in plan::cases(&sweep, &combos).enumerate() {
@@ -62,6 +76,8 @@ impl Plan {
             sweep,
             order,
             entries,
+            several_backends,
+            several_trees,
         })
     }
 
@@ -88,6 +104,7 @@ impl<'a> Ordered<'a> {
     pub(super) fn of(inputs: &'a [Input], plan: &Plan) -> Ordered<'a> {
         let order = &plan.order;
         let (id_col, case_col, env_col) = (id_column(), column("case_id"), column("env"));
+        let (backend_col, rocm_col) = (column("backend"), column("rocm"));
         let mut have: HashSet<Key> = HashSet::new();
         let mut rows: Vec<MergedRow> = Vec::new();
         let mut shards: Vec<&Input> = inputs.iter().collect();
@@ -95,9 +112,13 @@ impl<'a> Ordered<'a> {
         for (n, input) in shards.iter().enumerate() {
             for (k, r) in input.rows.iter().enumerate() {
                 let unit = Key::Unit(cell(r, Some(id_col)));
+                let env = cell(r, env_col);
+                let backend = plan.several_backends.then(|| cell(r, backend_col));
+                let rocm = plan.several_trees.then(|| cell(r, rocm_col));
+                let env = spec::expand::context_key_of(backend.as_deref(), rocm.as_deref(), &env);
                 let case = Key::Case {
                     case_id: cell(r, case_col),
-                    env: cell(r, env_col),
+                    env,
                 };
                 let pos = order
                     .get(&unit)

@@ -139,7 +139,7 @@ impl<'a> Facts<'a> {
         let mut envs: Vec<String> = Vec::new();
         let seen_in_rows: BTreeSet<&str> = run.rows.iter().map(|r| r.env.as_str()).collect();
         for combo in &run.manifest.env_combos {
-            let key = combo.key();
+            let key = combo.context_key();
             if seen_in_rows.contains(key.as_str()) && !envs.contains(&key) {
                 envs.push(key);
             }

@@ -103,6 +103,7 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         }
         h.push_str("</ul>\n");
     }
+    which_layer(&mut h, f);
     let not_ok = f.not_ok();
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
         not_ok.into_iter().partition(|r| r.status.is_failure());
@@ -190,6 +191,28 @@ fn plot(
         escape(&p.caption),
     );
     Ok(())
+}
+
+/// The which-layer table, in a run over the PyTorch layer and a direct library, with each
+/// failing pair's Python script folded below it.
+fn which_layer(h: &mut String, f: &Facts) {
+    let Some((t, scripts)) = table::layers(f) else {
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<h2>Which layer fails</h2>\n<p class=\"note\">{}</p>",
+        escape(crate::analyze::layers::EXPLANATION)
+    );
+    table(h, &t, MAX_TABLE_ROWS);
+    for (head, script) in scripts {
+        let _ = writeln!(
+            h,
+            "<details><summary>Python: {}</summary><pre>{}</pre></details>",
+            escape(&head),
+            escape(&script)
+        );
+    }
 }
 
 fn fastest_table(h: &mut String, f: &Facts) {

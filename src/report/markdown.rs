@@ -37,6 +37,7 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
         }
     }
     boundaries(&mut s, f);
+    which_layer(&mut s, f);
     let (failures, not_run): (Vec<&Row>, Vec<&Row>) =
         f.not_ok().into_iter().partition(|r| r.status.is_failure());
     s.push_str("\n## Failures\n\n");
@@ -63,6 +64,22 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     }
     s.push_str("- summary.md\n- results.csv, manifest.json (the data all of this is made from)\n");
     s
+}
+
+/// The which-layer table, in a run over the PyTorch layer and a direct library.
+fn which_layer(s: &mut String, f: &Facts) {
+    let Some((t, scripts)) = table::layers(f) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n## Which layer fails\n\n{}\n",
+        crate::analyze::layers::EXPLANATION
+    );
+    s.push_str(&table(&t, MAX_TABLE_ROWS));
+    for (head, script) in scripts {
+        let _ = writeln!(s, "\n### {}\n\n```python\n{script}```", cell(&head));
+    }
 }
 
 /// Where each line starts failing along the ordered axis (when some line has two values).

@@ -55,6 +55,43 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
     t
 }
 
+/// Scripts listed under the which-layer table at most (the table itself goes on).
+const MAX_LAYER_SCRIPTS: usize = 20;
+
+/// The which-layer table (analyze/layers.rs) of a run over the PyTorch layer (`torch`) and
+/// another backend, with the stand-alone Python script of each pair that fails somewhere
+/// (heading, script); None for any other run.
+pub fn layers(f: &Facts) -> Option<(Table, Vec<(String, String)>)> {
+    use crate::analyze::layers::{self, Verdict};
+    let pairs = layers::pairs(f.rows(), layers::PYTORCH_LAYER);
+    if pairs.is_empty() {
+        return None;
+    }
+    let multi_env = pairs.iter().any(|p| !p.env.is_empty());
+    let t = layers::table(&pairs, &repro_dir(f), &|r| f.case_label(r), multi_env);
+    let scripts = pairs
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.verdict,
+                Verdict::Library | Verdict::Pytorch | Verdict::LibraryOnly
+            )
+        })
+        .filter_map(|p| {
+            let row = p.any_row()?;
+            let env = if p.env.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", p.env)
+            };
+            let head = format!("{}{env}: {}", f.case_label(row), p.verdict.name());
+            Some((head, p.script()?))
+        })
+        .take(MAX_LAYER_SCRIPTS)
+        .collect();
+    Some((t, scripts))
+}
+
 /// The fastest solver per case: a table when the answer varies, one sentence when it does not
 /// (a CPU run has one solver, and 72 rows all saying `im2col` tell nothing).
 pub enum Fastest {

@@ -16,6 +16,7 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "device_index",
     "solver",
     "env",
+    "rocm",
     "status",
     "phase",
     "error",
@@ -56,6 +57,7 @@ pub const FIXED_COLUMNS: &[&str] = &[
 /// empty) and is upgraded when such a run is resumed.
 pub const OPTIONAL_COLUMNS: &[&str] = &[
     "device_index",
+    "rocm",
     "compile_ms",
     "compile_warm_ms",
     "call_median_ms",

@@ -51,6 +51,10 @@ pub struct Manifest {
     /// `backend.devices` is what the first worker reported.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env_devices: BTreeMap<String, String>,
+    /// A run over several backends (`backend = ["cpu", "torch"]`): what each one's first worker
+    /// said, in the sweep's order (`backend` is the first of them). Empty in a one-backend run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<crate::backend::BackendInfo>,
 }
 
 /// What `rocsweep merge` joined, and what it found missing (with `--allow-missing`).

@@ -18,7 +18,13 @@ pub struct Row {
     /// The device slot of `--devices` (empty without, and in runs made before it existed).
     pub device_index: String,
     pub solver: String,
+    /// The unit's worker context: the CSV's `env`, with `backend=NAME;` in front in a run over
+    /// several backends (`EnvCombo::context_key`), so that everything keyed on the env
+    /// combination (the report's panels, compare, recommend) tells the backends apart.
     pub env: String,
+    /// The ROCm tree's label in a run over several trees (the `rocm` column; empty otherwise
+    /// and in runs made before it existed).
+    pub rocm: String,
     pub status: Status,
     pub phase: String,
     pub error: String,
@@ -114,6 +120,20 @@ impl RunData {
             };
             rows.push(record.row(&param_names)?);
         }
+        let combos = &manifest.env_combos;
+        let (backends, trees) = (
+            crate::spec::expand::several_backends(combos),
+            crate::spec::expand::several_trees(combos),
+        );
+        if backends || trees {
+            for r in &mut rows {
+                r.env = crate::spec::expand::context_key_of(
+                    backends.then_some(r.backend.as_str()),
+                    trees.then_some(r.rocm.as_str()),
+                    &r.env,
+                );
+            }
+        }
         Ok(RunData {
             dir: dir.to_path_buf(),
             manifest,
@@ -174,6 +194,7 @@ impl Record<'_> {
             device_index: text("device_index"),
             solver: text("solver"),
             env: text("env"),
+            rocm: text("rocm"),
             status,
             phase: text("phase"),
             error: text("error"),

@@ -143,6 +143,8 @@ fn device_checks(exe: &Path, backend: &str, logs: &Path) -> Result<usize, String
         index: 0,
         trial: 1,
         vars: &[],
+        backend: None,
+        rocm: None,
     };
     let info = sup.start(env).map_err(|o| o.error)?;
     for d in &info.devices {

@@ -7,19 +7,129 @@ use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// One env combination: the fixed `[env]` values plus one value of each env axis.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One worker context: the fixed `[env]` values plus one value of each env axis and, when the
+/// run names several backends, the backend. Each context runs in workers of its own; unit ids,
+/// worker pools, caches, run order, shards and resume key on [`EnvCombo::context_key`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvCombo {
     pub vars: Vec<(String, String)>,
+    /// The backend this context's workers open when the run names several (`None`: the run's
+    /// one backend, as in every run before backend lists existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The ROCm tree this context's workers open when the run names several (`None`: the one
+    /// tree `--rocm`, `$ROCM_PATH` or the environment gives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rocm: Option<RocmTree>,
+}
+
+/// A ROCm tree of a run over several: its label (the path as the sweep or `--rocm` wrote it:
+/// the CSV's `rocm` column) and the path its workers are given (`ROCSWEEP_ROCM`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RocmTree {
+    pub label: String,
+    pub path: String,
 }
 
 impl EnvCombo {
-    /// Canonical text (`A=1;B=2`, sorted by name) used in unit ids and the CSV's `env` column.
+    /// Canonical text (`A=1;B=2`, sorted by name): the CSV's `env` column.
     pub fn key(&self) -> String {
         let mut v: Vec<String> = self.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         v.sort();
         v.join(";")
     }
+
+    /// What unit ids (and the run's labels) key on: `key()` in a run of one backend and one
+    /// tree, so ids are those of every earlier version; `backend=NAME` and `rocm=LABEL` in front
+    /// of it when the run names several (`backend=cpu;A=1`, `rocm=/opt/rocm-5.7;A=1`).
+    pub fn context_key(&self) -> String {
+        context_key_of(
+            self.backend.as_deref(),
+            self.rocm.as_ref().map(|t| t.label.as_str()),
+            &self.key(),
+        )
+    }
+}
+
+impl EnvCombo {
+    /// The context as variables, as analyses that vary one variable at a time see it:
+    /// `backend` and `rocm` (where the run names several; not environment variables, see
+    /// [`PSEUDO_VARS`]) first, then the env combination's variables.
+    pub fn context_vars(&self) -> Vec<(String, String)> {
+        let mut v = Vec::new();
+        if let Some(b) = &self.backend {
+            v.push(("backend".to_string(), b.clone()));
+        }
+        if let Some(t) = &self.rocm {
+            v.push(("rocm".to_string(), t.label.clone()));
+        }
+        v.extend(self.vars.iter().cloned());
+        v
+    }
+}
+
+/// The names a worker context's backend and ROCm tree take among its variables: chosen with
+/// `--backend` / `--rocm`, never exported.
+pub const PSEUDO_VARS: &[&str] = &["backend", "rocm"];
+
+/// [`EnvCombo::context_key`] from its parts (a row's `backend`, `rocm` and `env` columns, where
+/// the run names several backends or trees).
+pub fn context_key_of(backend: Option<&str>, rocm: Option<&str>, env_key: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(b) = backend {
+        parts.push(format!("backend={b}"));
+    }
+    if let Some(t) = rocm {
+        parts.push(format!("rocm={t}"));
+    }
+    if !env_key.is_empty() {
+        parts.push(env_key.to_string());
+    }
+    parts.join(";")
+}
+
+/// Whether a run's worker contexts name several backends (each context carries its backend).
+pub fn several_backends(combos: &[EnvCombo]) -> bool {
+    combos.iter().any(|c| c.backend.is_some())
+}
+
+/// Whether a run's worker contexts name several ROCm trees (each context carries its tree).
+pub fn several_trees(combos: &[EnvCombo]) -> bool {
+    combos.iter().any(|c| c.rocm.is_some())
+}
+
+/// The contexts of a run over several ROCm trees: every env combination once per tree (tree
+/// outside), each marked with its tree; unchanged for fewer than two trees.
+pub fn with_trees(combos: Vec<EnvCombo>, trees: &[RocmTree]) -> Vec<EnvCombo> {
+    if trees.len() < 2 {
+        return combos;
+    }
+    trees
+        .iter()
+        .flat_map(|t| {
+            combos.iter().map(move |c| EnvCombo {
+                rocm: Some(t.clone()),
+                ..c.clone()
+            })
+        })
+        .collect()
+}
+
+/// The worker contexts of a run: every context once per backend (backend outermost),
+/// each marked with its backend; unchanged when the run names one backend.
+pub fn with_backends(combos: Vec<EnvCombo>, backends: &[String]) -> Vec<EnvCombo> {
+    if backends.len() < 2 {
+        return combos;
+    }
+    backends
+        .iter()
+        .flat_map(|b| {
+            combos.iter().map(move |c| EnvCombo {
+                backend: Some(b.clone()),
+                ..c.clone()
+            })
+        })
+        .collect()
 }
 
 impl Sweep {
@@ -40,6 +150,7 @@ impl Sweep {
     pub fn env_combos(&self) -> Vec<EnvCombo> {
         let mut combos = vec![EnvCombo {
             vars: self.env.clone(),
+            ..EnvCombo::default()
         }];
         for (name, values) in &self.env_axes {
             combos = combos
@@ -48,7 +159,10 @@ impl Sweep {
                     values.iter().map(move |v| {
                         let mut vars = c.vars.clone();
                         vars.push((name.clone(), v.clone()));
-                        EnvCombo { vars }
+                        EnvCombo {
+                            vars,
+                            ..EnvCombo::default()
+                        }
                     })
                 })
                 .collect();

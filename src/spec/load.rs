@@ -8,7 +8,7 @@ use super::filter::Filter;
 use super::policy::{Limits, TimingPolicy, VerifyPolicy};
 use super::reader::{Cx, Sp};
 use super::{
-    Axis, BACKENDS, Dim, MAX_ENV_COMBOS, MAX_NAME, cases, first_duplicate, sets, slot_of, slot_type,
+    Axis, Dim, MAX_ENV_COMBOS, MAX_NAME, cases, first_duplicate, sets, slot_of, slot_type,
 };
 use crate::op::OpKind;
 use crate::op::value::Value;
@@ -22,7 +22,8 @@ pub(super) struct Header {
     pub(super) name: String,
     pub(super) description: String,
     pub(super) op: OpKind,
-    pub(super) backend: String,
+    /// One or more backends, in the order named (`["auto"]` when absent).
+    pub(super) backends: Vec<String>,
 }
 
 /// Reads `name`, `description`, `op` and `backend`; `root_span` is where a missing `op` is
@@ -38,12 +39,12 @@ pub(super) fn header(
         None => String::new(),
     };
     let op = op(cx, root, root_span)?;
-    let backend = backend(cx, root)?;
+    let backends = backends(cx, root)?;
     Ok(Header {
         name,
         description,
         op,
-        backend,
+        backends,
     })
 }
 
@@ -98,22 +99,69 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
     }
 }
 
-/// The backend: one of `BACKENDS`, `auto` when absent.
-fn backend(cx: &Cx, root: &DeTable) -> Result<String, SpecError> {
-    let Some(v) = root.get("backend") else {
-        return Ok("auto".to_string());
+/// The backends: a name (`backend = "cpu"`) or a list of distinct names (`backend = ["cpu",
+/// "torch"]`), each one `backend::check_name` knows; `auto` when absent.
+fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
+    Ok(names(
+        cx,
+        root,
+        "backend",
+        "a backend name",
+        crate::backend::check_name,
+    )?
+    .unwrap_or_else(|| vec!["auto".to_string()]))
+}
+
+/// The ROCm trees the sweep runs on, side by side: a path (`rocm = "/opt/rocm-6.4.1"`) or a
+/// list of distinct paths (`rocm = ["/opt/rocm-5.7", "~/venvs/gfx1010"]`), as `--rocm` takes
+/// them; none when absent (the tree `--rocm`, `$ROCM_PATH` or the environment gives).
+pub(super) fn rocm_trees(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
+    let non_empty = |s: &str| {
+        if s.trim().is_empty() {
+            Err("an empty ROCm tree path".to_string())
+        } else {
+            Ok(())
+        }
     };
-    let s = cx.string(v, "backend")?;
-    if !BACKENDS.contains(&s.as_str()) {
-        return Err(cx.err(
-            v.span(),
-            format!(
-                "unknown backend `{s}`, expected one of: {}",
-                BACKENDS.join(", ")
-            ),
-        ));
+    Ok(names(cx, root, "rocm", "a ROCm tree's path", non_empty)?.unwrap_or_default())
+}
+
+/// A top-level key holding one string or a non-empty list of distinct strings, each checked by
+/// `check`; None when the key is absent.
+fn names(
+    cx: &Cx,
+    root: &DeTable,
+    key: &str,
+    what: &str,
+    check: impl Fn(&str) -> Result<(), String>,
+) -> Result<Option<Vec<String>>, SpecError> {
+    let Some(v) = root.get(key) else {
+        return Ok(None);
+    };
+    let expected = format!("{what} or a list of them");
+    let items: Vec<&Sp> = match v.get_ref() {
+        DeValue::Array(a) if !a.is_empty() => a.iter().collect(),
+        DeValue::Array(_) => {
+            return Err(cx.err(
+                v.span(),
+                format!("`{key}` is an empty list, expected {expected}"),
+            ));
+        }
+        _ => vec![v],
+    };
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let s = match item.get_ref() {
+            DeValue::String(s) => s.to_string(),
+            _ => return Err(cx.type_err(item, key, &expected)),
+        };
+        check(&s).map_err(|m| cx.err(item.span(), m))?;
+        if out.contains(&s) {
+            return Err(cx.err(item.span(), format!("`{s}` is named twice in `{key}`")));
+        }
+        out.push(s);
     }
-    Ok(s)
+    Ok(Some(out))
 }
 
 /// The product's dimensions as the file gives them: one per `[axes]` key, one per zip group,

@@ -34,6 +34,7 @@ const TOP_KEYS: &[&str] = &[
     "description",
     "op",
     "backend",
+    "rocm",
     "axes",
     "zip",
     "cases",
@@ -94,8 +95,15 @@ pub struct Sweep {
     pub name: String,
     pub description: String,
     pub op: OpKind,
-    /// Backend named by the file (`auto` when absent); the CLI's `--backend` wins over it.
+    /// Backend named by the file (`auto` when absent), the first of `backends`; the CLI's
+    /// `--backend` wins over it.
     pub backend: String,
+    /// Every backend the file names (`backend = ["cpu", "torch"]`), in order; one for a plain
+    /// `backend = "cpu"`. With several, each runs the sweep in workers of its own.
+    pub backends: Vec<String>,
+    /// The ROCm trees named by the file (`rocm = [..]`), as written; empty when absent. With
+    /// several, each runs the sweep in workers of its own (`--rocm A --rocm B` wins).
+    pub rocm: Vec<String>,
     pub dims: Vec<Dim>,
     pub filters: Vec<Filter>,
     pub env: Vec<(String, String)>,
@@ -182,8 +190,10 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         name,
         description,
         op,
-        backend,
+        backends,
     } = load::header(&cx, &root, root_span)?;
+    let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
+    let rocm = load::rocm_trees(&cx, &root)?;
     let mut dims = load::dims(&cx, &root, op)?;
     let axis_overrides: Vec<String> = overrides
         .iter()
@@ -206,6 +216,8 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         description,
         op,
         backend,
+        backends,
+        rocm,
         dims,
         filters,
         env,

@@ -102,7 +102,7 @@ fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
     run.manifest
         .env_combos
         .iter()
-        .find(|c| c.key() == row.env)
+        .find(|c| c.context_key() == row.env)
         .map(|c| c.vars.clone())
         .unwrap_or_else(|| {
             row.env
@@ -276,6 +276,7 @@ mod tests {
             device_index: String::new(),
             solver: "hipblaslt#0-sol56073".into(),
             env: String::new(),
+            rocm: String::new(),
             status: Status::Ok,
             phase: String::new(),
             error: String::new(),

@@ -50,13 +50,19 @@ pub(super) fn standalone_section(
 pub(super) fn original_section(s: &mut String, run: &RunData, row: &Row, out_dir: &str) {
     let m = &run.manifest;
     let overrides = pinning_overrides(run, row);
-    let args: String = overrides
+    let mut args: String = overrides
         .iter()
         .map(|o| {
             let (flag, value) = crate::spec::sets::flag_and_value(o);
             format!(" {flag} {}", shell::quote(value))
         })
         .collect();
+    if crate::spec::expand::several_backends(&m.env_combos) {
+        let _ = write!(args, " --backend {}", shell::quote(&row.backend));
+    }
+    if crate::spec::expand::several_trees(&m.env_combos) {
+        let _ = write!(args, " --rocm {}", shell::quote(&row.rocm));
+    }
     let _ = writeln!(
         s,
         "\nFrom the original sweep file (`{}`, run from the directory the run was started in):\n",
@@ -180,7 +186,17 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
         toml_string(&format!("repro-{}", row.unit_id))
     );
     let _ = writeln!(s, "op = {}", toml_string(op.name()));
-    let _ = writeln!(s, "backend = {}", toml_string(&m.backend.backend));
+    // A run over several backends: the unit's own (the CSV names it as the sweep did).
+    let backend = if crate::spec::expand::several_backends(&m.env_combos) {
+        &row.backend
+    } else {
+        &m.backend.backend
+    };
+    let _ = writeln!(s, "backend = {}", toml_string(backend));
+    // A run over several ROCm trees: the unit's own tree (a one-tree run's is the environment's).
+    if crate::spec::expand::several_trees(&m.env_combos) {
+        let _ = writeln!(s, "rocm = {}", toml_string(&row.rocm));
+    }
     s.push_str("\n[axes]\n");
     for def in op.params() {
         if let Some(v) = row.param(def.name) {

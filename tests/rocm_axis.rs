@@ -1,0 +1,220 @@
+//! ROCm trees as an axis, with real worker processes on the fake ROCm: two `/opt/rocm-X.Y`
+//! prefixes of the fake library, whose fault model makes different cases fail in each tree
+//! (its rules match the `ROCSWEEP_ROCM` value each tree's workers are given), run in one sweep
+//! (`rocm = [A, B]`, or `--rocm A --rocm B`); rows carry their tree, `compare RUN@A RUN@B`
+//! sets one tree against the other, `repro` names the tree, and a tree with no HIP runtime is
+//! refused before anything is written.
+
+#[allow(dead_code)]
+#[path = "rocm_trees/layout.rs"]
+mod layout;
+
+use layout::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// rocsweep with a clean ROCm environment (no tree from the caller) and `model` as the fake's
+/// fault model.
+fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
+    let empty = tmp.join("empty-opt");
+    std::fs::create_dir_all(&empty).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args(args)
+        .env_remove("ROCM_PATH")
+        .env_remove("ROCSWEEP_ROCM")
+        .env_remove("ROCSWEEP_ROCM_LIB_DIR")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("ROCSWEEP_TEST_FAULT")
+        .env("ROCSWEEP_OPT_DIR", &empty)
+        .env("HOME", &empty)
+        .env("FAKE_ROCM_MODEL", model)
+        .output()
+        .unwrap()
+}
+
+/// Two fake trees (ROCm 5 and 7 prefixes) and a fault model under which tree A returns NaN for
+/// m=32 and tree B zeros for m=64 (hipBLASLt and rocBLAS alike; they are column-major, so the
+/// sweep's row-major m is the library's n).
+fn trees(tmp: &Path) -> (String, String, PathBuf) {
+    let (a, b) = (tmp.join("opt/rocm-5.7.1"), tmp.join("opt/rocm-7.1.0"));
+    fake_prefix(&a, 5);
+    fake_prefix(&b, 7);
+    let (a, b) = (a.display().to_string(), b.display().to_string());
+    let mut text = std::fs::read_to_string(model("healthy.toml")).unwrap();
+    for lib in ["hipblaslt", "rocblas"] {
+        text.push_str(&format!(
+            "\n[[fault]]\nlib = \"{lib}\"\naction = \"nan\"\nwhen = {{ n = \"32\" }}\nenv = {{ ROCSWEEP_ROCM = \"{a}\" }}\n\
+             \n[[fault]]\nlib = \"{lib}\"\naction = \"zeros\"\nwhen = {{ n = \"64\" }}\nenv = {{ ROCSWEEP_ROCM = \"{b}\" }}\n"
+        ));
+    }
+    let m = tmp.join("two-trees.toml");
+    std::fs::write(&m, text).unwrap();
+    (a, b, m)
+}
+
+fn sweep(tmp: &Path, rocm: &str) -> PathBuf {
+    let p = tmp.join("trees.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "name = \"trees\"\nop = \"gemm\"\nbackend = \"rocm\"\n{rocm}\n[axes]\nm = [32, 64]\nn = 16\nk = 16\n[timing]\nenabled = false\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn run_args<'a>(sweep: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec!["run", sweep, "--out", out, "--trials", "1", "--quiet"]
+}
+
+/// (rocm, m, status) of every row.
+fn rows(dir: &Path) -> Vec<(String, String, String)> {
+    let (header, rows) = rocsweep::results::csv::read(&dir.join("results.csv")).unwrap();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap();
+    let mut v: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[col("rocm")].clone(),
+                r[col("m")].clone(),
+                r[col("status")].clone(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn two_trees_in_one_run_are_compared_tree_against_tree() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, model) = trees(tmp.path());
+    let s = sweep(tmp.path(), &format!("rocm = [\"{a}\", \"{b}\"]"));
+    let out = tmp.path().join("run");
+    let (sf, of) = (s.display().to_string(), out.display().to_string());
+    let o = rocsweep(tmp.path(), &run_args(&sf, &of), &model);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let want = vec![
+        (a.clone(), "32".to_string(), "nonfinite".to_string()),
+        (a.clone(), "64".to_string(), "ok".to_string()),
+        (b.clone(), "32".to_string(), "ok".to_string()),
+        (b.clone(), "64".to_string(), "zeros".to_string()),
+    ];
+    assert_eq!(rows(&out), want);
+    // The report has a panel per tree: its env labels name them.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains(&format!("rocm={b}")), "{summary}");
+
+    // One tree against the other, in the same run.
+    let cmp = tmp.path().join("cmp");
+    let o = rocsweep(
+        tmp.path(),
+        &[
+            "compare",
+            &format!("{of}@{a}"),
+            &format!("{of}@{b}"),
+            "--out",
+            &cmp.display().to_string(),
+        ],
+        &model,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (header, cmp_rows) = rocsweep::results::csv::read(&cmp.join("compare.csv")).unwrap();
+    let t = header.iter().position(|h| h == "transition").unwrap();
+    let mut transitions: Vec<&str> = cmp_rows.iter().map(|r| r[t].as_str()).collect();
+    transitions.sort();
+    assert_eq!(transitions, ["nonfinite->ok", "ok->zeros"], "{cmp_rows:?}");
+    let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap();
+    assert!(
+        md.contains(&format!("run@{a}")) && md.contains(&format!("run@{b}")),
+        "{md}"
+    );
+    // A label the run does not have is bad input naming its trees.
+    let o = rocsweep(
+        tmp.path(),
+        &["compare", &of, &format!("{of}@/opt/rocm-9")],
+        &model,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no ROCm tree `/opt/rocm-9`") && err.contains(&a),
+        "{err}"
+    );
+
+    // repro names the unit's tree.
+    let data = rocsweep::results::rundata::RunData::load(&out).unwrap();
+    let zeros = data
+        .rows
+        .iter()
+        .find(|r| r.status.name() == "zeros")
+        .unwrap();
+    let o = rocsweep(tmp.path(), &["repro", &of, &zeros.unit_id], &model);
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(&format!("rocm = \"{b}\"")), "{page}");
+    assert!(page.contains(&format!("--rocm {b}")), "{page}");
+
+    // The same trees from the command line: the same units.
+    let s2 = sweep(tmp.path(), "");
+    let out2 = tmp.path().join("run2");
+    let (sf2, of2) = (s2.display().to_string(), out2.display().to_string());
+    let mut args = run_args(&sf2, &of2);
+    args.extend(["--rocm", &a, "--rocm", &b]);
+    let o = rocsweep(tmp.path(), &args, &model);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(rows(&out2), want);
+}
+
+#[test]
+fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _, model) = trees(tmp.path());
+    let empty = tmp.path().join("not-rocm");
+    std::fs::create_dir_all(&empty).unwrap();
+    let e = empty.display().to_string();
+    let s = sweep(tmp.path(), &format!("rocm = [\"{a}\", \"{e}\"]"));
+    let out = tmp.path().join("run");
+    let (sf, of) = (s.display().to_string(), out.display().to_string());
+    let o = rocsweep(tmp.path(), &run_args(&sf, &of), &model);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("rocm `{e}`")) && err.contains("no HIP runtime"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // `--rocm` twice is for `run` only.
+    let o = rocsweep(tmp.path(), &["probe", "--rocm", &a, "--rocm", &e], &model);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("only `run` takes several ROCm trees"));
+}
