@@ -573,3 +573,55 @@ fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_ri
         assert!(t.contains("ok"), "{op} {solver}: {t}");
     }
 }
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn cpu_and_torch_side_by_side_say_which_layer_fails() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "name = \"pair\"\nop = \"gemm\"\nbackend = [\"cpu\", \"torch\"]\n[axes]\nm = [8, 16, 24, 32]\n{TIMING}"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .arg("--python")
+        .arg(&py)
+        .arg("run")
+        .arg(&sweep)
+        .args(["--trials", "1", "--quiet", "--out"])
+        .arg(&out)
+        // Real workers on both sides; the output faults pick a layer by the backend= condition.
+        .env(
+            "ROCSWEEP_TEST_FAULT",
+            "backend=torch&m=16:zeros@verify;backend=cpu&m=24:nan@verify;m=32:zeros@verify",
+        )
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = rows(&out);
+    assert_eq!(r.len(), 8, "one row per case and backend");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for (case, lib, torch, verdict) in [
+        ("m=n=k=8", "cpu: ok", "ok", "**neither**"),
+        ("m=n=k=16", "cpu: ok", "zeros", "**pytorch**"),
+        ("m=n=k=24", "cpu: nonfinite", "ok", "**library only**"),
+        ("m=n=k=32", "cpu: zeros", "zeros", "**library**"),
+    ] {
+        let line = format!("| {case} | {lib} | {torch} | {verdict} |");
+        assert!(summary.contains(&line), "{line} in:\n{summary}");
+    }
+    assert!(
+        summary.contains("```python") && summary.contains("torch.matmul(A, B)"),
+        "the torch side's stand-alone script: {summary}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Which layer fails"),
+        "report.html has the table"
+    );
+}
