@@ -625,3 +625,78 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
         "report.html has the table"
     );
 }
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn the_seed_sweeps_run_over_both_layers() {
+    let Some(py) = python() else { return };
+    // Each seed's sweep as shipped (rocm + torch), here over cpu + torch with smaller sizes: the
+    // files parse, every torch unit works on torch's CPU and the which-layer table is written.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps");
+    let shrink: [(&str, &[&str]); 5] = [
+        ("seed-000-randn-like", &["count=4096"]),
+        ("seed-001-to-device", &["bytes=4096"]),
+        ("seed-002-bf16-to-f32", &["count=4099"]),
+        (
+            "seed-003-reduce-overhead",
+            &[
+                "channels=4",
+                "size=5",
+                "dtype=f32",
+                "solver=closure-list,torch-eager,torch-compile",
+            ],
+        ),
+        (
+            "seed-004-conv2d-benchmark",
+            &["h=16,32", "solver=im2col,torch-benchmark"],
+        ),
+    ];
+    for (name, axes) in shrink {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        let mut c = bin();
+        c.arg("--python").arg(&py).arg("run");
+        c.arg(root.join(format!("{name}.toml")));
+        c.args([
+            "--backend",
+            "cpu,torch",
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&out);
+        c.args([
+            "--set",
+            "timing.min_samples=1",
+            "--set",
+            "timing.max_time=0.01",
+        ]);
+        for a in axes {
+            c.args(["--axis", a]);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o));
+        let r = rows(&out);
+        let torch_ok = r
+            .iter()
+            .filter(|x| x["backend"] == "torch" && x["status"] == "ok")
+            .count();
+        let wrong: Vec<String> = r
+            .iter()
+            .filter(|x| !matches!(x["status"].as_str(), "ok" | "unsupported"))
+            .map(|x| {
+                format!(
+                    "{} {} {} {}",
+                    x["backend"], x["solver"], x["status"], x["error"]
+                )
+            })
+            .collect();
+        assert!(torch_ok > 0 && wrong.is_empty(), "{name}: {wrong:?}");
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(
+            summary.contains("## Which layer fails"),
+            "{name}: {summary}"
+        );
+    }
+}
