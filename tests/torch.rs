@@ -607,10 +607,20 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
     assert_eq!(r.len(), 8, "one row per case and backend");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for (case, lib, torch, verdict) in [
-        ("m=n=k=8", "cpu: ok", "ok", "**neither**"),
-        ("m=n=k=16", "cpu: ok", "zeros", "**pytorch**"),
-        ("m=n=k=24", "cpu: nonfinite", "ok", "**library only**"),
-        ("m=n=k=32", "cpu: zeros", "zeros", "**library**"),
+        ("m=n=k=8", "cpu: ok", "torch-matmul: ok", "**neither**"),
+        ("m=n=k=16", "cpu: ok", "torch-matmul: zeros", "**pytorch**"),
+        (
+            "m=n=k=24",
+            "cpu: nonfinite",
+            "torch-matmul: ok",
+            "**library only**",
+        ),
+        (
+            "m=n=k=32",
+            "cpu: zeros",
+            "torch-matmul: zeros",
+            "**library**",
+        ),
     ] {
         let line = format!("| {case} | {lib} | {torch} | {verdict} |");
         assert!(summary.contains(&line), "{line} in:\n{summary}");

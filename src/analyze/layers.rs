@@ -16,6 +16,11 @@
 //! `skipped`, `interrupted` and a boundary search's inferred rows are not runs. A pair with a
 //! side not run has the verdict `not run`.
 //!
+//! The PyTorch layer gets one line per solver: each torch solver is another call a user makes
+//! (`randn` or `randn_like`, `.to()` or `.float()`, eager or `torch.compile`), so one failing
+//! call is never hidden by another that works. The direct library's side is over all its
+//! solvers (its algorithms, any of which the framework may pick).
+//!
 //! Cases pair by case id and env combination (the solver aside: each side has its own). The
 //! PyTorch layer's backend name is a parameter ([`PYTORCH_LAYER`] in reports), so the table is
 //! tested without torch by naming another backend as that layer.
@@ -236,19 +241,39 @@ pub fn pairs<'a>(rows: &'a [Row], pytorch: &str) -> Vec<Pair<'a>> {
                 .filter(|r| r.backend == b)
                 .collect()
         };
-        let torch = Side::of(pytorch, of(pytorch));
+        let torch_rows = of(pytorch);
+        let mut solvers: Vec<&str> = Vec::new();
+        for r in &torch_rows {
+            if !solvers.contains(&r.solver.as_str()) {
+                solvers.push(&r.solver);
+            }
+        }
+        // One line per torch solver: each is another call a user makes.
+        let torch_sides: Vec<Side<'a>> = if solvers.is_empty() {
+            vec![Side::of(pytorch, Vec::new())]
+        } else {
+            solvers
+                .iter()
+                .map(|s| {
+                    let rows = torch_rows.iter().copied().filter(|r| r.solver == *s);
+                    Side::of(pytorch, rows.collect())
+                })
+                .collect()
+        };
         for b in backends.iter().filter(|b| **b != pytorch) {
             let direct = Side::of(b, of(b));
-            if direct.rows.is_empty() && torch.rows.is_empty() {
-                continue;
+            for torch in &torch_sides {
+                if direct.rows.is_empty() && torch.rows.is_empty() {
+                    continue;
+                }
+                out.push(Pair {
+                    case_id: case_id.to_string(),
+                    env: env.to_string(),
+                    verdict: Verdict::of(direct.outcome, torch.outcome),
+                    direct: direct.clone(),
+                    torch: torch.clone(),
+                });
             }
-            out.push(Pair {
-                case_id: case_id.to_string(),
-                env: env.to_string(),
-                verdict: Verdict::of(direct.outcome, torch.outcome),
-                direct,
-                torch: torch.clone(),
-            });
         }
     }
     out.sort_by_key(|p| p.verdict.rank());
@@ -286,7 +311,10 @@ pub fn table(pairs: &[Pair], dir: &str, label: &dyn Fn(&Row) -> String, env: boo
             p.direct.backend,
             p.direct.status_text()
         )));
-        row.push(Cell::text(p.torch.status_text()));
+        row.push(Cell::text(match p.torch.rows.first() {
+            Some(r) => format!("{}: {}", r.solver, p.torch.status_text()),
+            None => p.torch.status_text(),
+        }));
         row.push(Cell::Strong(p.verdict.name().to_string()));
         let mut spans = Vec::new();
         for side in [&p.direct, &p.torch] {
@@ -410,6 +438,31 @@ mod tests {
             Some("b2")
         );
         assert!(p[0].script().is_some_and(|s| s.contains("torch.matmul")));
+    }
+
+    #[test]
+    fn each_torch_solver_is_a_line_of_its_own() {
+        use Status::*;
+        // Seed 003's shape: eager works through torch, reduce-overhead does not; the library's
+        // graph works. The failing call must not hide behind the working one.
+        let rows = vec![
+            row("l1", "g", "cpu", "s1", Ok),
+            row("t1", "g", "lay", "torch-eager", Ok),
+            row("t2", "g", "lay", "torch-compile", Mismatch),
+        ];
+        let p = pairs(&rows, "lay");
+        let got: Vec<(&str, Verdict)> = p
+            .iter()
+            .map(|p| (p.torch.rows[0].solver.as_str(), p.verdict))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("torch-compile", Verdict::Pytorch),
+                ("torch-eager", Verdict::Neither)
+            ]
+        );
+        assert_eq!(p[0].torch.status_text(), "mismatch");
     }
 
     #[test]
