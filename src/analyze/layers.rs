@@ -248,8 +248,9 @@ pub fn pairs<'a>(rows: &'a [Row], pytorch: &str) -> Vec<Pair<'a>> {
                 solvers.push(&r.solver);
             }
         }
-        // One line per torch solver: each is another call a user makes.
-        let torch_sides: Vec<Side<'a>> = if solvers.is_empty() {
+        // One line per torch solver: each is another call a user makes. A solver that did not
+        // run (another backend's name in a shared solver list) gets no line when one ran.
+        let mut torch_sides: Vec<Side<'a>> = if solvers.is_empty() {
             vec![Side::of(pytorch, Vec::new())]
         } else {
             solvers
@@ -260,6 +261,9 @@ pub fn pairs<'a>(rows: &'a [Row], pytorch: &str) -> Vec<Pair<'a>> {
                 })
                 .collect()
         };
+        if torch_sides.iter().any(|t| t.outcome != Outcome::NotRun) {
+            torch_sides.retain(|t| t.outcome != Outcome::NotRun);
+        }
         for b in backends.iter().filter(|b| **b != pytorch) {
             let direct = Side::of(b, of(b));
             for torch in &torch_sides {
@@ -449,6 +453,8 @@ mod tests {
             row("l1", "g", "cpu", "s1", Ok),
             row("t1", "g", "lay", "torch-eager", Ok),
             row("t2", "g", "lay", "torch-compile", Mismatch),
+            // another backend's solver name in a shared list: no line of its own
+            row("t3", "g", "lay", "s1", Unsupported),
         ];
         let p = pairs(&rows, "lay");
         let got: Vec<(&str, Verdict)> = p
