@@ -607,20 +607,15 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
     assert_eq!(r.len(), 8, "one row per case and backend");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for (case, lib, torch, verdict) in [
-        ("m=n=k=8", "cpu: ok", "torch-matmul: ok", "**neither**"),
-        ("m=n=k=16", "cpu: ok", "torch-matmul: zeros", "**pytorch**"),
+        ("m=n=k=8", "cpu: ok", "default: ok", "**neither**"),
+        ("m=n=k=16", "cpu: ok", "default: zeros", "**pytorch**"),
         (
             "m=n=k=24",
             "cpu: nonfinite",
-            "torch-matmul: ok",
+            "default: ok",
             "**library only**",
         ),
-        (
-            "m=n=k=32",
-            "cpu: zeros",
-            "torch-matmul: zeros",
-            "**library**",
-        ),
+        ("m=n=k=32", "cpu: zeros", "default: zeros", "**library**"),
     ] {
         let line = format!("| {case} | {lib} | {torch} | {verdict} |");
         assert!(summary.contains(&line), "{line} in:\n{summary}");
@@ -633,6 +628,29 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
     assert!(
         html.contains("Which layer fails"),
         "report.html has the table"
+    );
+    // The manifest: what each backend's first worker said; the torch layer's libraries with
+    // their digests (the torch process's own mapped files).
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let t = &m["backends"][1];
+    assert_eq!(t["backend"], "torch", "{m}");
+    assert!(
+        t["versions"]["torch"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty()),
+        "{t}"
+    );
+    let libs = t["libraries"].as_array().unwrap();
+    assert!(
+        libs.iter()
+            .any(|l| l["path"].as_str().is_some_and(|p| p.contains("libtorch"))),
+        "{t}"
+    );
+    assert!(
+        libs.iter()
+            .all(|l| l["sha256"].as_str().is_some_and(|h| h.len() == 64)),
+        "every mapped library has its SHA-256: {t}"
     );
 }
 

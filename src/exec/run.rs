@@ -316,8 +316,11 @@ impl Target {
                 others.push(i.clone());
             }
         }
-        // The vendor library files the worker mapped get their soname and SHA-256 once per run.
+        // The vendor library files the workers mapped get their soname and SHA-256 once per run.
         super::libhash::complete(&mut info.libraries);
+        for o in &mut others {
+            super::libhash::complete(&mut o.libraries);
+        }
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.
