@@ -4,6 +4,7 @@
 pub mod boundary;
 pub mod boundary_render;
 pub mod compare;
+pub mod compare_libs;
 pub mod compare_render;
 pub mod compare_tree;
 pub mod effect;
