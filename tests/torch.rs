@@ -455,6 +455,24 @@ fn a_python_without_torch_or_no_python_is_said_plainly() {
         assert_eq!(o.status.code(), Some(5), "{}", text(&o));
         assert!(text(&o).contains("torch: unavailable"), "{}", text(&o));
     }
+    // Beside a GPU library, torch must have a GPU too: its CPU numbers would pair two devices.
+    let out = tmp.path().join("beside-cuda");
+    let o = bin()
+        .arg("--python")
+        .arg(python().unwrap())
+        .arg("run")
+        .arg(&sweep)
+        .args(["--backend", "torch,cuda", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("has no GPU") && text(&o).contains("beside cuda"),
+        "{}",
+        text(&o)
+    );
+    assert!(!out.exists(), "nothing is written");
     let o = bin()
         .args(["--python", "/nowhere/python3", "run"])
         .arg(&sweep)

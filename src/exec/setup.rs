@@ -174,6 +174,23 @@ impl Setup {
         }
     }
 
+    /// Beside a GPU backend, the torch layer must run on a GPU too: a torch without one is
+    /// unavailable (its CPU numbers beside a GPU library's would pair two different devices).
+    fn torch_needs_gpu(&self) -> Option<(String, String)> {
+        let gpu: Vec<&str> = self
+            .backends
+            .iter()
+            .map(String::as_str)
+            .filter(|b| matches!(*b, "cuda" | "rocm"))
+            .collect();
+        (self.backends.iter().any(|b| b == "torch") && !gpu.is_empty()).then(|| {
+            (
+                crate::backend::torch::NEEDS_GPU_VAR.to_string(),
+                gpu.join(","),
+            )
+        })
+    }
+
     /// How this run starts its workers.
     pub fn worker_spec(&self, opts: &RunOptions) -> Result<WorkerSpec, CmdError> {
         let exe = match &opts.worker_exe {
@@ -193,6 +210,7 @@ impl Setup {
                         p.clone(),
                     )
                 })
+                .chain(self.torch_needs_gpu())
                 .collect(),
             cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
             cache_vars: crate::backend::isolated_cache_vars(&self.backend)

@@ -7,6 +7,10 @@ mod child;
 
 pub use child::{PYTHON_VAR, SOURCE, choose_python};
 
+/// Set by the supervisor when the run's other backends are GPU backends (their names): torch
+/// must then have a GPU of its own.
+pub const NEEDS_GPU_VAR: &str = "ROCSWEEP_TORCH_NEEDS_GPU";
+
 use crate::backend::{Backend, BackendInfo, LibraryFile, PhaseSink, Prepared, UnitError};
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -107,9 +111,17 @@ impl TorchBackend {
                 .collect(),
             ..BackendInfo::default()
         };
+        let gpu = i["gpu"].as_bool().unwrap_or(false);
+        if let Some(beside) = std::env::var(NEEDS_GPU_VAR).ok().filter(|_| !gpu) {
+            return Err(format!(
+                "torch {} has no GPU (python {}), and this run sets it beside {beside}, which runs on one",
+                info.versions.get("torch").map_or("?", String::as_str),
+                python.display()
+            ));
+        }
         Ok(TorchBackend {
             conn: Rc::new(RefCell::new(conn)),
-            gpu: i["gpu"].as_bool().unwrap_or(false),
+            gpu,
             info,
         })
     }
