@@ -7,6 +7,22 @@ use crate::dtype::DType;
 use crate::tensor::HostData;
 use std::rc::Rc;
 
+/// Copies `bytes` bytes and waits for the copy.
+///
+/// # Safety
+/// Both sides hold `bytes` bytes.
+unsafe fn copy_now<R: Runtime>(
+    rt: &R,
+    dst: Ptr,
+    src: Ptr,
+    bytes: usize,
+    kind: CopyKind,
+) -> Result<(), UnitError> {
+    // SAFETY: the caller's contract; both sides live until the sync below returns.
+    unsafe { rt.copy_async(dst, src.cast_const(), bytes, kind) }?;
+    rt.sync()
+}
+
 /// Device memory freed on drop.
 pub struct DevMem<R: Runtime> {
     rt: Rc<R>,
@@ -43,27 +59,12 @@ impl<R: Runtime> DevMem<R> {
         let m = DevMem::alloc(rt, bytes.len())?;
         let mut stage = Pinned::alloc(rt, bytes.len(), false)?;
         stage.as_mut_slice().copy_from_slice(bytes);
-        // SAFETY: both sides hold bytes.len() bytes and live until the sync.
-        unsafe {
-            rt.copy_async(
-                m.ptr,
-                stage.ptr.cast_const(),
-                bytes.len(),
-                CopyKind::HostToDevice,
-            )
-        }?;
-        rt.sync()?;
+        let n = bytes.len();
+        // SAFETY: both sides hold n bytes.
+        unsafe { copy_now(&**rt, m.ptr, stage.ptr, n, CopyKind::HostToDevice) }?;
         stage.as_mut_slice().fill(0);
         // SAFETY: as above.
-        unsafe {
-            rt.copy_async(
-                stage.ptr,
-                m.ptr.cast_const(),
-                bytes.len(),
-                CopyKind::DeviceToHost,
-            )
-        }?;
-        rt.sync()?;
+        unsafe { copy_now(&**rt, stage.ptr, m.ptr, n, CopyKind::DeviceToHost) }?;
         let back = stage.as_slice();
         if back != bytes {
             let differ = back.iter().zip(bytes).filter(|(a, b)| a != b).count();
@@ -85,16 +86,9 @@ impl<R: Runtime> DevMem<R> {
     pub fn read(&self) -> Result<Vec<u8>, UnitError> {
         self.rt.sync()?;
         let mut v = vec![0u8; self.bytes];
-        // SAFETY: the vector holds exactly self.bytes bytes and lives until the sync.
-        unsafe {
-            self.rt.copy_async(
-                v.as_mut_ptr().cast(),
-                self.ptr.cast_const(),
-                self.bytes,
-                CopyKind::DeviceToHost,
-            )
-        }?;
-        self.rt.sync()?;
+        let (to, n) = (v.as_mut_ptr().cast(), self.bytes);
+        // SAFETY: the vector holds exactly n bytes.
+        unsafe { copy_now(&*self.rt, to, self.ptr, n, CopyKind::DeviceToHost) }?;
         Ok(v)
     }
 

@@ -206,11 +206,17 @@ impl<R: Runtime> Device<R> {
         let rt: &R = &self.rt;
         let call = events(rt, &mut f)?;
         let k = calls_per_sample(batch, call);
-        let mut slot = self.blocker.borrow_mut();
-        let blocker = slot
-            .get_or_insert_with(|| Blocker::new(&self.rt))
-            .as_ref()
-            .map_err(Clone::clone)?;
+        if self.blocker.borrow().is_none() {
+            let made = Blocker::new(&self.rt);
+            *self.blocker.borrow_mut() = Some(made);
+        }
+        // A shared borrow for the sample: nothing the calls do can need the blocker mutably.
+        let slot = self.blocker.borrow();
+        let blocker = match slot.as_ref() {
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Err(UnitError::Unsupported("no launch-free timer".into())),
+        };
         // A cold sample (one call after a cache flush) is not captured: it waits behind the
         // blocker as it is.
         if R::GRAPHED_TIMING
