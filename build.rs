@@ -70,12 +70,23 @@ fn main() {
 /// of passing them. Under CI=true nothing is marked: a missing package must fail there (each
 /// test checks again at run time and panics under CI).
 fn test_prerequisites() {
-    const NAMES: [&str; 6] = ["chromium", "hip", "hipcc", "slurm", "script", "two_cores"];
+    const NAMES: [&str; 7] = [
+        "chromium",
+        "hip",
+        "hipcc",
+        "slurm",
+        "script",
+        "two_cores",
+        "torch",
+    ];
     for name in NAMES {
         println!("cargo::rustc-check-cfg=cfg(rocsweep_missing_{name})");
     }
     println!("cargo:rerun-if-env-changed=CI");
     println!("cargo:rerun-if-env-changed=PATH");
+    for var in ["ROCSWEEP_TEST_PYTHON", "XDG_CACHE_HOME", "HOME"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     for dir in ["/usr/bin", "/usr/sbin", "/usr/lib/x86_64-linux-gnu"] {
         if std::path::Path::new(dir).is_dir() {
             println!("cargo:rerun-if-changed={dir}");
@@ -114,10 +125,24 @@ fn test_prerequisites() {
         ),
         ("script", on_path("script")),
         ("two_cores", cores >= 2),
+        // The torch backend's tests: a Python with torch, from scripts/torch-venv.sh.
+        ("torch", test_python().is_some_and(|p| p.is_file())),
     ];
     for (name, present) in missing {
         if !present {
             println!("cargo:rustc-cfg=rocsweep_missing_{name}");
         }
     }
+}
+
+/// The Python the torch tests use (tests/torch.rs looks in the same places).
+fn test_python() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("ROCSWEEP_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        return Some(p.into());
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))?;
+    Some(cache.join("rocsweep/torch-venv/bin/python"))
 }

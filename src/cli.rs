@@ -23,6 +23,10 @@ pub struct Cli {
         value_name = "PATH"
     )]
     pub rocm: Option<PathBuf>,
+    /// The Python that runs the torch backend (a python executable whose environment has
+    /// torch). Without it: $VIRTUAL_ENV's, $CONDA_PREFIX's, then the python3 on PATH.
+    #[arg(long, global = true, value_name = "PYTHON")]
+    pub python: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,7 +37,7 @@ pub enum Command {
         #[arg(required_unless_present = "resume")]
         sweep: Option<PathBuf>,
         /// Backend to run on; overrides the sweep file's `backend` key.
-        #[arg(long, value_parser = ["auto", "cpu", "cuda", "rocm"])]
+        #[arg(long, value_parser = ["auto", "cpu", "cuda", "rocm", "torch"])]
         backend: Option<String>,
         /// Run directory (default: reports/runs/<name>-<utc-timestamp>).
         #[arg(long)]
@@ -196,7 +200,7 @@ pub enum Command {
     /// Say which backends and devices are present, with library versions. With --backend, only
     /// that one, and the exit code says whether it can run here (0) or not (5).
     Probe {
-        #[arg(long, value_parser = ["cpu", "cuda", "rocm"])]
+        #[arg(long, value_parser = ["cpu", "cuda", "rocm", "torch"])]
         backend: Option<String>,
     },
     /// Print MIOpen's solver table (id, name, algorithm); with a ROCm device and conv2d

@@ -31,6 +31,17 @@ fn main() {
             }
         }
     }
+    if let Some(python) = &cli.python {
+        match python_flag(python) {
+            // Workers inherit it: the torch backend starts its Python side with it.
+            // SAFETY: set once at start-up, before any thread is spawned.
+            Ok(path) => unsafe { std::env::set_var(rocsweep::backend::torch::PYTHON_VAR, path) },
+            Err(why) => {
+                rocsweep::noteln!("error: {why}");
+                std::process::exit(exit::BAD_INPUT);
+            }
+        }
+    }
     let keeps_going = matches!(cli.command, Command::Run { .. } | Command::Merge { .. });
     let code = dispatch(cli.command);
     // A run or merge whose stdout went away kept going (its progress was dropped, its results
@@ -42,6 +53,29 @@ fn main() {
         std::process::exit(exit::FAILURE);
     }
     std::process::exit(code);
+}
+
+/// `--python`: an executable file, by path or found on PATH, made absolute so that every worker
+/// (whatever its directory) starts the same one.
+fn python_flag(value: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let found = if value.components().count() > 1 {
+        Some(value.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(value))
+                .find(|p| p.is_file())
+        })
+    };
+    match found.filter(|p| p.is_file()) {
+        Some(p) => {
+            std::path::absolute(&p).map_err(|e| format!("--python {}: {e}", value.display()))
+        }
+        None => Err(format!(
+            "--python {}: no such file (give the path of a python executable whose environment has torch)",
+            value.display()
+        )),
+    }
 }
 
 fn dispatch(command: Command) -> i32 {

@@ -12,4 +12,5 @@ pub mod recommend;
 pub mod recommend_render;
 pub mod recommend_rules;
 pub mod repro;
+pub mod torch_script;
 pub mod tree;

@@ -131,6 +131,11 @@ fn prepared(problem: &Problem, inputs: &Inputs) -> Result<Box<dyn Prepared>, Uni
         }),
         (Problem::Gemm(p), Inputs::Gemm(i)) => Box::new(GemmRun::new(p, i)?),
         (Problem::Rng(p), Inputs::Rng { seed }) => Box::new(RngRun::new(p, *seed)?),
+        (Problem::Copy(p), _) if p.mmap => {
+            return Err(UnitError::Unsupported(
+                crate::op::copy::MMAP_TORCH_ONLY.into(),
+            ));
+        }
         (Problem::Copy(p), Inputs::Copy(src)) => Box::new(CopyRun::new(p, src.to_f32_vec())),
         (Problem::Cast(p), Inputs::Cast(src)) => Box::new(CastRun {
             to: p.to,

@@ -6,6 +6,7 @@ pub mod cuda;
 pub mod engine;
 pub mod rocm;
 pub mod telemetry;
+pub mod torch;
 
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -110,6 +111,13 @@ pub trait Backend {
         telemetry::Reading::default()
     }
 
+    /// Whether the backend's calls run in a child process of its own (torch's Python), where
+    /// the worker's test faults are carried out (`exec::fault::defer`) so that they hit the
+    /// process a real fault would.
+    fn runs_faults_in_child(&self) -> bool {
+        false
+    }
+
     /// TEST-ONLY (through ROCSWEEP_TEST_FAULT=...:gpuhang@run): launch a device kernel that
     /// never ends and wait for it. Backends without a device return Unsupported.
     fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
@@ -161,6 +169,7 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     let mut v = cpu::solver_names(op).to_vec();
     v.extend(cuda::solver_names(op));
     v.extend(rocm::solver_names(op));
+    v.extend(torch::solver_names(op));
     v.sort_unstable();
     v.dedup();
     v
@@ -174,6 +183,7 @@ pub fn is_known_solver(op: OpKind, s: &str) -> bool {
         || solver_names(op).contains(&s)
         || cuda::accepts_solver(op, s)
         || rocm::accepts_solver(op, s)
+        || torch::accepts_solver(op, s)
 }
 
 /// Variables naming a library's on-disk caches, with the subdirectory each gets per env
@@ -190,7 +200,7 @@ pub fn isolated_cache_vars(backend: &str) -> &'static [(&'static str, &'static s
 }
 
 /// Backend names this build carries (besides `auto`).
-pub const KNOWN: &[&str] = &["cpu", "cuda", "rocm"];
+pub const KNOWN: &[&str] = &["cpu", "cuda", "rocm", "torch"];
 
 /// An open backend and, for `auto`, what it picked and why.
 pub type Opened = (Box<dyn Backend>, Option<String>);
@@ -219,6 +229,9 @@ pub fn open_explained(name: &str) -> Result<Opened, Box<BackendInfo>> {
                     ..rocm::probe()
                 })
             }),
+        "torch" => torch::TorchBackend::open()
+            .map(|b| (Box::new(b) as Box<dyn Backend>, None))
+            .map_err(unavailable),
         "auto" => Ok(open_auto()),
         other => Err(unavailable(
             check_name(other).err().unwrap_or_else(|| other.to_string()),
@@ -258,7 +271,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "unknown backend `{name}`, expected one of: auto, cpu, cuda, rocm"
+            "unknown backend `{name}`, expected one of: auto, cpu, cuda, rocm, torch"
         ))
     }
 }

@@ -32,6 +32,33 @@ pub struct Rule {
     phase: String,
 }
 
+impl Action {
+    /// The action's name in the syntax above (and to the torch worker's Python side).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Hang => "hang",
+            Action::GpuHang => "gpuhang",
+            Action::Segv => "segv",
+            Action::Abort => "abort",
+            Action::Exit => "exit",
+        }
+    }
+}
+
+/// A fault the worker hands to its backend's child process (torch's Python), which carries it
+/// out before its next request: the first one deferred until then wins.
+static DEFERRED: std::sync::Mutex<Option<Action>> = std::sync::Mutex::new(None);
+
+pub fn defer(action: Action) {
+    if let Ok(mut d) = DEFERRED.lock() {
+        d.get_or_insert(action);
+    }
+}
+
+pub fn take_deferred() -> Option<Action> {
+    DEFERRED.lock().ok().and_then(|mut d| d.take())
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
     rules: Vec<Rule>,

@@ -8,6 +8,7 @@ pub mod events;
 pub mod fault;
 pub mod handle;
 pub mod journal;
+pub mod libhash;
 pub mod oneoff;
 pub mod options;
 pub mod plan;

@@ -285,7 +285,7 @@ impl Target {
         let (slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, envs)?;
         // The vendor library files the worker mapped get their soname and SHA-256 once per run.
-        crate::backend::rocm::provenance::complete(&mut info.libraries);
+        super::libhash::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.

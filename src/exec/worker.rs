@@ -49,6 +49,8 @@ struct Phases<'a> {
     out: &'a Out,
     faults: &'a Faults,
     target: String,
+    /// The backend's calls run in a child process: faults are carried out there.
+    in_child: bool,
 }
 
 impl PhaseSink for Phases<'_> {
@@ -60,7 +62,11 @@ impl PhaseSink for Phases<'_> {
             },
         );
         if let Some(a) = self.faults.action(&self.target, phase) {
-            fault::trigger(a);
+            if self.in_child {
+                fault::defer(a);
+            } else {
+                fault::trigger(a);
+            }
         }
     }
 }
@@ -261,6 +267,7 @@ impl Worker {
             out: &self.out,
             faults: &self.faults,
             target,
+            in_child: self.backend.runs_faults_in_child(),
         };
         let outcome = unit::run_unit(
             self.backend.as_mut(),
@@ -270,6 +277,8 @@ impl Worker {
             &mut self.cache,
             &mut phases,
         );
+        // A fault deferred to the backend's child that no request carried belongs to this unit.
+        fault::take_deferred();
         send(
             &self.out,
             &Event::Result {
@@ -304,6 +313,7 @@ impl Worker {
             out: &self.out,
             faults: &self.faults,
             target: "probe".into(),
+            in_child: self.backend.runs_faults_in_child(),
         };
         let mut policies = Policies::default();
         policies.timing.enabled = false;

@@ -7,7 +7,10 @@ use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 
 pub const DIRECTIONS: &[&str] = &["h2d", "d2h", "d2d"];
-pub const MEMORY: &[&str] = &["pageable", "pinned"];
+pub const MEMORY: &[&str] = &["pageable", "pinned", "mmap"];
+
+/// Why a backend other than torch cannot copy from `memory = "mmap"`.
+pub const MMAP_TORCH_ONLY: &str = "memory = mmap (a memory-mapped file, as safetensors loads one) is copied through the torch backend only";
 
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
@@ -20,7 +23,7 @@ pub const PARAMS: &[ParamDef] = &[
         name: "memory",
         kind: K::Choice(MEMORY),
         default: D::Str("pageable"),
-        doc: "host memory: pageable or pinned",
+        doc: "host memory: pageable, pinned or mmap (a memory-mapped file; torch only)",
     },
     ParamDef {
         name: "bytes",
@@ -44,6 +47,9 @@ pub enum CopyDir {
 pub struct Copy {
     pub direction: CopyDir,
     pub pinned: bool,
+    /// Host memory is a memory-mapped file (the torch backend only).
+    #[serde(default)]
+    pub mmap: bool,
     pub bytes: usize,
 }
 
@@ -57,6 +63,7 @@ impl Copy {
         Ok(Copy {
             direction,
             pinned: p.str("memory")? == "pinned",
+            mmap: p.str("memory")? == "mmap",
             bytes: p.usize("bytes")?,
         })
     }

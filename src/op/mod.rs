@@ -280,6 +280,18 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// The element type of the op's output.
+    pub fn output_dtype(&self) -> crate::dtype::DType {
+        match self {
+            Problem::Conv2d(p) => p.dtype,
+            Problem::Gemm(p) => p.out_dtype,
+            Problem::Rng(p) => p.dtype,
+            Problem::Copy(_) => crate::dtype::DType::F32,
+            Problem::Cast(p) => p.to,
+            Problem::Graph(p) => p.dtype,
+        }
+    }
+
     pub fn kind(&self) -> OpKind {
         match self {
             Problem::Conv2d(_) => OpKind::Conv2d,

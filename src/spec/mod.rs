@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 use toml::de::DeTable;
 
-pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "rocm"];
+pub const BACKENDS: &[&str] = &["auto", "cpu", "cuda", "rocm", "torch"];
 
 const TOP_KEYS: &[&str] = &[
     "name",

@@ -12,6 +12,9 @@ use std::fmt::Write as _;
 /// is none.
 pub(super) fn section(s: &mut String, run: &RunData, row: &Row, op: Option<OpKind>) {
     let hang_note = hang_note(row.status);
+    if row.backend == "torch" {
+        return torch_section(s, row, hang_note);
+    }
     match op {
         Some(OpKind::Conv2d) => {
             s.push_str("\n## MIOpenDriver\n\n");
@@ -44,6 +47,24 @@ pub(super) fn section(s: &mut String, run: &RunData, row: &Row, op: Option<OpKin
                 "\n## Vendor tool\n\nNo vendor command-line tool runs a `{}` case like this one; the rocsweep commands below reproduce it.",
                 row.op
             );
+        }
+    }
+}
+
+/// A torch unit's reproduction with nothing but torch: the stand-alone script (see
+/// `analyze::torch_script`).
+fn torch_section(s: &mut String, row: &Row, hang_note: &str) {
+    s.push_str("\n## PyTorch alone\n\n");
+    match crate::analyze::torch_script::torch_script(&row.op, &row.params, &row.solver) {
+        Some(script) => {
+            let _ = writeln!(
+                s,
+                "The call the torch backend made, with torch's own random inputs of the same shapes and types, checked on the CPU in float64 (exit 1 and `FAIL` when wrong):\n\n```sh\ncat > repro-{id}.py <<'ROCSWEEP_PY'\n{script}ROCSWEEP_PY\npython3 repro-{id}.py\n```\n{hang_note}",
+                id = row.unit_id,
+            );
+        }
+        None => {
+            let _ = writeln!(s, "No stand-alone script for a `{}` case.", row.op);
         }
     }
 }

@@ -176,6 +176,9 @@ impl<V: Vendor> Backend for GpuBackend<V> {
                 let gen_ = self.vendor.normals(&dev, *seed)?;
                 probes::prepare_rng(&dev, gen_, k, p, phases)
             }
+            (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
+                crate::op::copy::MMAP_TORCH_ONLY.into(),
+            )),
             (Problem::Copy(p), Inputs::Copy(src)) => probes::prepare_copy(&dev, p, src, phases),
             (Problem::Cast(p), Inputs::Cast(src)) => {
                 phases.phase("compile");

@@ -98,38 +98,6 @@ pub fn record_check(info: &mut BackendInfo) -> Option<String> {
     }
 }
 
-/// The ELF soname of a library's bytes ("" when it has none or is not ELF).
-fn soname(data: &[u8]) -> String {
-    let Ok(elf) = object::read::elf::ElfFile64::<object::Endianness>::parse(data) else {
-        return String::new();
-    };
-    let Ok(table) = elf.elf_section_table().dynamic_table(elf.endian(), data) else {
-        return String::new();
-    };
-    (&table)
-        .into_iter()
-        .find(|d| d.tag == object::elf::DT_SONAME)
-        .and_then(|d| table.string(d).ok())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .unwrap_or_default()
-}
-
-/// Fills in each file's soname and SHA-256 (the supervisor, once per run: it reads the files,
-/// never loads them). A file that cannot be read says why in place of its digest.
-pub fn complete(libraries: &mut [LibraryFile]) {
-    use sha2::Digest as _;
-    for lib in libraries {
-        match std::fs::read(&lib.path) {
-            Ok(data) => {
-                lib.soname = soname(&data);
-                let digest = sha2::Sha256::digest(&data);
-                lib.sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
-            }
-            Err(e) => lib.sha256 = format!("unreadable: {e}"),
-        }
-    }
-}
-
 /// The run's first line: which tree its workers use (from a worker's handshake).
 pub fn first_line(versions: &BTreeMap<String, String>) -> Option<String> {
     let tree = versions.get(TREE_KEY)?;

@@ -1,0 +1,613 @@
+"""rocsweep's torch worker: runs and times one case at a time through PyTorch.
+
+The rocsweep worker process (`rocsweep worker --backend torch`, Rust) starts this file with the
+user's Python and drives it over stdin/stdout. It never judges a result: rocsweep makes the inputs,
+sends them here, reads the output back and checks it against its own CPU reference. This file
+imports nothing but torch and the standard library, so it runs in any environment that has torch.
+
+Framing, both ways: one JSON object per line; a request whose object has "blobs": [n1, n2, ...]
+is followed by that many raw byte strings of those lengths (little-endian tensors); an answer
+with "blob": n is followed by n raw bytes. Answers: {"phase": name} while working (compile,
+alloc), then {"ok": true, ...} or {"ok": false, "kind": "unsupported" | "error", "message": ...}.
+The first line this process writes is the hello: what torch and its device are.
+
+A request may carry "fault" (rocsweep's TEST-ONLY fault switch, ROCSWEEP_TEST_FAULT): the action
+is carried out here, before the request's work, so a hang or crash happens inside Python as a
+real one in torch would.
+"""
+
+import ctypes
+import json
+import math
+import mmap
+import os
+import signal
+import sys
+import tempfile
+import time
+
+PROTOCOL = 1
+_OUT = None
+_torch = None
+DT = {}
+
+
+def send(obj, blob=None):
+    if blob is not None:
+        obj["blob"] = len(blob)
+    _OUT.write((json.dumps(obj) + "\n").encode())
+    if blob:
+        _OUT.write(blob)
+    _OUT.flush()
+
+
+class Unsupported(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Device and timing
+
+
+class Device:
+    """The device torch runs on (its GPU when it has one, else the CPU) and how to time on it."""
+
+    def __init__(self):
+        torch = _torch
+        self.gpu = torch.cuda.is_available()
+        self.dev = torch.device("cuda" if self.gpu else "cpu")
+        self.hip = getattr(torch.version, "hip", None)
+        self.cycles_per_s = None
+
+    def sync(self):
+        if self.gpu:
+            _torch.cuda.synchronize()
+
+    def calibrate(self):
+        """Cycles per second of torch.cuda._sleep, measured once (it spins for clock cycles)."""
+        torch = _torch
+        if self.cycles_per_s is None:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda._sleep(1000)
+            a.record()
+            torch.cuda._sleep(2_000_000)
+            b.record()
+            b.synchronize()
+            self.cycles_per_s = 2_000_000 / max(a.elapsed_time(b) / 1e3, 1e-9)
+        return self.cycles_per_s
+
+    def run(self, fn, k, host_sync):
+        """One sample: launch-free device seconds per call over k queued calls, and one call with
+        its launch. On the GPU the k calls are queued behind a spin kernel (torch.cuda._sleep)
+        long enough to cover enqueuing them, as rocsweep's blocking kernel holds its stream; a
+        call that waits for the host cannot be queued, and is timed between events unheld."""
+        torch = _torch
+        if not self.gpu:
+            t0 = time.perf_counter()
+            fn()
+            call = time.perf_counter() - t0
+            if k <= 1:
+                return call, call
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            return (time.perf_counter() - t0) / k, call
+        ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+        torch.cuda.synchronize()
+        a, b = ev(), ev()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        call = a.elapsed_time(b) / 1e3
+        if host_sync:
+            a.record()
+            for _ in range(k):
+                fn()
+            b.record()
+            b.synchronize()
+            return a.elapsed_time(b) / 1e3 / k, call
+        hold_s = 50e-6 + 2.0 * k * max(call, 5e-6)
+        for _ in range(6):
+            held, a, b = ev(), ev(), ev()
+            torch.cuda._sleep(int(hold_s * self.calibrate()))
+            held.record()
+            a.record()
+            for _ in range(k):
+                fn()
+            b.record()
+            released_late = not held.query()
+            b.synchronize()
+            if released_late:
+                return a.elapsed_time(b) / 1e3 / k, call
+            hold_s *= 4
+        raise RuntimeError("the spin kernel ended before the calls were queued (6 tries)")
+
+    def flush(self, nbytes):
+        torch = _torch
+        if not self.gpu:
+            return
+        if nbytes <= 0:
+            l2 = getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0) or (64 << 20)
+            nbytes = 2 * l2
+        buf = torch.empty(nbytes // 4, dtype=torch.float32, device=self.dev)
+        buf.zero_()
+        del buf
+
+
+def info(d):
+    torch = _torch
+    versions = {"torch": torch.__version__}
+    if d.hip:
+        versions["hip"] = str(d.hip)
+    elif torch.version.cuda:
+        versions["cuda"] = str(torch.version.cuda)
+    try:
+        if torch.backends.cudnn.is_available():
+            versions["miopen" if d.hip else "cudnn"] = str(torch.backends.cudnn.version())
+    except Exception:  # a build without cuDNN/MIOpen bindings
+        pass
+    if d.gpu:
+        p = torch.cuda.get_device_properties(d.dev)
+        # gcnArchName is the gfx target on ROCm builds (CUDA builds fill it with the name).
+        arch = getattr(p, "gcnArchName", "") if d.hip else "sm_%d%d" % (p.major, p.minor)
+        devices = ["%s (%s, torch %s)" % (p.name, arch, "ROCm" if d.hip else "CUDA")]
+        count = torch.cuda.device_count()
+    else:
+        devices = ["cpu (torch %s, %d threads)" % (torch.__version__, torch.get_num_threads())]
+        count = 1
+    return {
+        "versions": versions,
+        "devices": devices,
+        "device_count": count,
+        "gpu": d.gpu,
+        "runtime": "hip" if d.hip else ("cuda" if d.gpu else "cpu"),
+        "libraries": mapped_libraries(),
+        "python": sys.executable,
+    }
+
+
+def mapped_libraries():
+    """The shared libraries of torch and the GPU stack this process has mapped."""
+    keep = ("torch", "c10", "amdhip", "hsa-runtime", "miopen", "rocblas", "hipblas", "rocrand",
+            "hiprand", "cudnn", "cublas", "cudart", "curand", "nvrtc", "cuda", "rocm", "nccl", "rccl")
+    seen = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) < 6:
+                    continue
+                path = parts[5].strip()
+                name = os.path.basename(path).lower()
+                if ".so" in name and any(k in name for k in keep) and path not in seen:
+                    seen.append(path)
+    except OSError:
+        pass
+    return seen
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors in and out
+
+
+def tensor(blob, dtype, shape=None):
+    t = _torch.frombuffer(bytearray(blob), dtype=DT[dtype]) if blob else _torch.empty(0, dtype=DT[dtype])
+    return t.view(*shape) if shape is not None else t
+
+
+def to_bytes(t):
+    t = t.detach().to("cpu").contiguous()
+    return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
+
+
+def dtype_name(t):
+    return {v: k for k, v in DT.items()}[t.dtype]
+
+
+def nchw(blob, dtype, dims, layout, dev):
+    """A tensor of logical shape (N, C, H, W) stored as the case's layout says: channels_last
+    strides for nhwc (a [k, r, s, c] filter is the same)."""
+    n, c, h, w = dims
+    if layout == "nhwc":
+        return tensor(blob, dtype, (n, h, w, c)).to(dev).permute(0, 3, 1, 2)
+    return tensor(blob, dtype, (n, c, h, w)).to(dev)
+
+
+def from_nchw(t, layout):
+    return t.permute(0, 2, 3, 1).contiguous() if layout == "nhwc" else t.contiguous()
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops: each prepare returns an Op whose call() is one timed call and output() its result.
+
+
+class Op:
+    host_sync = False
+    chosen = ""
+
+    def __init__(self, call, output):
+        self.call = call
+        self._output = output
+        self.result = None
+
+    def output(self):
+        return self._output(self)
+
+
+def solver_flags(solver):
+    """`torch-matmul+cublaslt` -> ("torch-matmul", "cublaslt")."""
+    base, _, blas = solver.partition("+")
+    return base, blas
+
+
+def conv2d(p, solver, blobs, d):
+    torch = _torch
+    F = torch.nn.functional
+    g = p["geom"]
+    if solver not in ("torch-default", "torch-benchmark"):
+        raise Unsupported("torch has no conv2d solver `%s`" % solver)
+    torch.backends.cudnn.benchmark = solver == "torch-benchmark"
+    torch.backends.cudnn.allow_tf32 = False
+    lay, dt = p["layout"], p["dtype"]
+    oh = (g["h"] + 2 * g["pad_h"] - g["dil_h"] * (g["kh"] - 1) - 1) // g["stride_h"] + 1
+    ow = (g["w"] + 2 * g["pad_w"] - g["dil_w"] * (g["kw"] - 1) - 1) // g["stride_w"] + 1
+    x_dims = (g["n"], g["c_in"], g["h"], g["w"])
+    w_dims = (g["c_out"], g["c_in"] // g["groups"], g["kh"], g["kw"])
+    y_dims = (g["n"], g["c_out"], oh, ow)
+    kw = dict(stride=(g["stride_h"], g["stride_w"]), padding=(g["pad_h"], g["pad_w"]),
+              dilation=(g["dil_h"], g["dil_w"]), groups=g["groups"])
+    a_blob, b_blob = blobs
+    direction = p["direction"]
+    if direction == "fwd":
+        x, w = nchw(a_blob, dt, x_dims, lay, d.dev), nchw(b_blob, dt, w_dims, lay, d.dev)
+        fn = lambda: F.conv2d(x, w, **kw)  # noqa: E731
+    elif direction == "bwd_data":
+        dy, w = nchw(a_blob, dt, y_dims, lay, d.dev), nchw(b_blob, dt, w_dims, lay, d.dev)
+        fn = lambda: torch.nn.grad.conv2d_input(x_dims, w, dy, **kw)  # noqa: E731
+    else:
+        x, dy = nchw(a_blob, dt, x_dims, lay, d.dev), nchw(b_blob, dt, y_dims, lay, d.dev)
+        fn = lambda: torch.nn.grad.conv2d_weight(x, w_dims, dy, **kw)  # noqa: E731
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: from_nchw(o.result, lay))
+    op.chosen = "cudnn.benchmark=%s" % torch.backends.cudnn.benchmark
+    return op
+
+
+BLAS = ("cublas", "cublaslt", "hipblaslt", "ck")
+
+
+def gemm(p, solver, blobs, d):
+    torch = _torch
+    base, blas = solver_flags(solver)
+    if base not in ("torch-matmul", "torch-linear"):
+        raise Unsupported("torch has no gemm solver `%s`" % solver)
+    if p["out_dtype"] != p["dtype"]:
+        raise Unsupported("torch.matmul writes its inputs' dtype; out_dtype %s differs from dtype %s"
+                          % (p["out_dtype"], p["dtype"]))
+    if p["compute"] == "f16" and p["dtype"] != "f16":
+        raise Unsupported("compute f16 needs f16 operands in torch")
+    if blas:
+        if blas not in BLAS:
+            raise Unsupported("unknown BLAS preference `%s` (expected one of %s)" % (blas, ", ".join(BLAS)))
+        if not d.gpu:
+            raise Unsupported("the BLAS preference applies to GPU matmul; torch has no GPU here")
+        torch.backends.cuda.preferred_blas_library(blas)
+    torch.backends.cuda.matmul.allow_tf32 = p["compute"] == "tf32"
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = p["compute"] == "f16"
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    m, n, k, batch, dt = p["m"], p["n"], p["k"], p["batch"], p["dtype"]
+    a_blob, b_blob = blobs
+    a_shape = (batch, k, m) if p["trans_a"] else (batch, m, k)
+    b_shape = (batch, n, k) if p["trans_b"] else (batch, k, n)
+    a = tensor(a_blob, dt, a_shape).to(d.dev)
+    b = tensor(b_blob, dt, b_shape).to(d.dev)
+    if p["trans_a"]:
+        a = a.transpose(1, 2)
+    if batch == 1:
+        a = a[0]
+    if base == "torch-linear":
+        if batch != 1:
+            raise Unsupported("F.linear shares one weight across the batch; this case has %d B matrices" % batch)
+        # F.linear(x, W) is x @ W^T with W stored [n, k]: the `nt` layout.
+        wt = b[0] if p["trans_b"] else b[0].t()
+        fn = lambda: torch.nn.functional.linear(a, wt)  # noqa: E731
+    else:
+        bb = b.transpose(1, 2) if p["trans_b"] else b
+        if batch == 1:
+            bb = bb[0]
+        fn = lambda: torch.matmul(a, bb)  # noqa: E731
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: o.result.contiguous())
+    if d.gpu:
+        op.chosen = "preferred_blas_library=%s" % str(torch.backends.cuda.preferred_blas_library()).split(".")[-1]
+    return op
+
+
+def rng(p, solver, blobs, d, seed):
+    torch = _torch
+    count, mean, std, dt = p["count"], p["mean"], p["std"], DT[p["dtype"]]
+    dev = d.dev
+    template = torch.empty(count, dtype=dt, device=dev)
+    if solver == "torch-randn":
+        fn = lambda: torch.randn(count, dtype=dt, device=dev) * std + mean  # noqa: E731
+    elif solver == "torch-randn_like":
+        fn = lambda: torch.randn_like(template) * std + mean  # noqa: E731
+    elif solver == "torch-normal_":
+        fn = lambda: template.normal_(mean, std)  # noqa: E731
+    elif solver == "torch-rand":
+        if p["dtype"] != "f32":
+            raise Unsupported("torch-rand turns two uniform draws into normals (Box-Muller); in %s "
+                              "the uniform draw is too coarse for the moment checks" % p["dtype"])
+
+        def fn():
+            half = (count + 1) // 2
+            u1 = 1.0 - torch.rand(half, dtype=dt, device=dev)  # (0, 1]: log stays finite
+            u2 = torch.rand(half, dtype=dt, device=dev)
+            r = torch.sqrt(-2.0 * torch.log(u1))
+            z = torch.cat([r * torch.cos(2 * math.pi * u2), r * torch.sin(2 * math.pi * u2)])[:count]
+            return z * std + mean
+    else:
+        raise Unsupported("torch has no rng solver `%s`" % solver)
+    torch.manual_seed(seed & 0x7FFF_FFFF_FFFF_FFFF)
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: o.result)
+    return op
+
+
+class HostBuffer:
+    """Host memory of the kind a copy case names: pageable, pinned or a memory-mapped file."""
+
+    def __init__(self, kind, nbytes, d):
+        torch = _torch
+        self.map = None
+        self.file = None
+        if kind == "pinned":
+            if not d.gpu:
+                raise Unsupported("pinned host memory needs a GPU; torch has none here")
+            self.t = torch.empty(nbytes // 4, dtype=torch.float32).pin_memory()
+        elif kind == "mmap":
+            self.file = tempfile.TemporaryFile()
+            self.file.truncate(max(nbytes, 1))
+            self.map = mmap.mmap(self.file.fileno(), max(nbytes, 1))
+            self.t = torch.frombuffer(self.map, dtype=torch.float32, count=nbytes // 4)
+        else:
+            self.t = torch.empty(nbytes // 4, dtype=torch.float32)
+
+
+def copy(p, solver, blobs, d):
+    torch = _torch
+    if solver not in ("torch-to", "torch-to-nonblocking"):
+        raise Unsupported("torch has no copy solver `%s`" % solver)
+    nb = solver == "torch-to-nonblocking"
+    kind = p.get("memory") or ("pinned" if p.get("pinned") else "pageable")
+    src = tensor(blobs[0], "f32")
+    direction = p["direction"]
+    if direction == "d2d":
+        s = src.to(d.dev)
+        fn = lambda: s.clone()  # noqa: E731
+        host_sync = False
+    elif direction == "h2d":
+        host = HostBuffer(kind, src.numel() * 4, d)
+        host.t.copy_(src)
+        fn = lambda: host.t.to(d.dev, non_blocking=nb) if d.gpu else host.t.clone()  # noqa: E731
+        host_sync = not (nb and kind == "pinned")
+    else:
+        s = src.to(d.dev)
+        if kind == "pageable":
+            fn = lambda: s.to("cpu", non_blocking=nb) if d.gpu else s.clone()  # noqa: E731
+        else:
+            host = HostBuffer(kind, src.numel() * 4, d)
+            fn = lambda: host.t.copy_(s, non_blocking=nb)  # noqa: E731
+        host_sync = not (nb and kind == "pinned")
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: o.result)
+    op.host_sync = host_sync and d.gpu
+    op.keep = locals().get("host")
+    return op
+
+
+def cast(p, solver, blobs, d):
+    torch = _torch
+    src_host = tensor(blobs[0], p["from"])
+    to = DT[p["to"]]
+    method = {"f32": "float", "f16": "half", "bf16": "bfloat16"}[p["to"]]
+    if solver == "torch-to":
+        x = src_host.to(d.dev)
+        fn = lambda: x.to(to)  # noqa: E731
+    elif solver == "torch-method":
+        x = src_host.to(d.dev)
+        fn = lambda: getattr(x, method)()  # noqa: E731
+    elif solver == "torch-cpu":
+        x = src_host
+        fn = lambda: x.to(to)  # noqa: E731
+    else:
+        raise Unsupported("torch has no cast solver `%s`" % solver)
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: o.result)
+    op.chosen = {"torch-to": ".to(%s)" % p["to"], "torch-method": ".%s()" % method,
+                 "torch-cpu": ".to(%s) on the CPU" % p["to"]}[solver]
+    return op
+
+
+def graph(p, solver, blobs, d):
+    """The captured sequence of rocsweep's graph op: a channel-mixing GEMM, a 3x3 convolution
+    (pad 1), a ReLU, replayed with a new activation each time."""
+    torch = _torch
+    F = torch.nn.functional
+    c, s, replays, keep, dt = p["channels"], p["size"], p["replays"], p["keep_outputs"], p["dtype"]
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    mix = tensor(blobs[0], dt, (c, c)).to(d.dev)
+    filt = tensor(blobs[1], dt, (c, c, 3, 3)).to(d.dev)
+    acts = [tensor(b, dt, (c, s * s)).to(d.dev) for b in blobs[2:]]
+
+    def seq(x):
+        return torch.relu(F.conv2d((mix @ x).view(1, c, s, s), filt, padding=1))
+
+    if solver == "torch-eager":
+        step = seq
+    elif solver == "torch-cudagraph":
+        if not d.gpu:
+            raise Unsupported("torch.cuda.CUDAGraph needs a GPU; torch has none here")
+        static_x = acts[0].clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                seq(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            static_y = seq(static_x)
+
+        def step(x):
+            static_x.copy_(x)
+            g.replay()
+            return static_y.clone() if keep else static_y
+    elif solver == "torch-compile":
+        send({"phase": "compile"})
+        compiled = torch.compile(seq, mode="reduce-overhead")
+        for _ in range(3):  # reduce-overhead records its graph on the third call
+            compiled(acts[0])
+        d.sync()
+        step = compiled
+    else:
+        raise Unsupported("torch has no graph solver `%s`" % solver)
+
+    def call():
+        outs = []
+        for x in acts:
+            y = step(x)
+            # Each replay's output is read after that replay, or (keep_outputs) all at the end,
+            # after later replays ran: the "overwritten by a subsequent run" class.
+            outs.append(y if keep else to_bytes(y))
+        op.result = [to_bytes(y) for y in outs] if keep else outs
+
+    op = Op(call, lambda o: b"".join(o.result))
+    op.host_sync = True
+    op.raw_output = True
+    return op
+
+
+OPS = {"conv2d": conv2d, "gemm": gemm, "copy": copy, "cast": cast, "graph": graph}
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults (TEST-ONLY) and the request loop
+
+
+def fault(action):
+    if action in ("hang", "gpuhang"):
+        while True:
+            pass
+    if action == "segv":
+        signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if action == "abort":
+        os.abort()
+    if action == "exit":
+        os._exit(17)
+
+
+def read_request(inp):
+    line = inp.readline()
+    if not line:
+        return None, []
+    req = json.loads(line)
+    blobs = []
+    for n in req.get("blobs", []):
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = inp.read(n - len(buf))
+            if not chunk:
+                return None, []
+            buf.extend(chunk)
+        blobs.append(bytes(buf))
+    return req, blobs
+
+
+def serve(d, inp):
+    op = None
+    while True:
+        req, blobs = read_request(inp)
+        if req is None or req.get("cmd") == "shutdown":
+            return 0
+        if req.get("fault"):
+            fault(req["fault"])
+        cmd = req.get("cmd")
+        try:
+            if cmd == "prepare":
+                op = None
+                p = req["problem"]
+                kind = p["op"]
+                if kind == "rng":
+                    op = rng(p, req["solver"], blobs, d, req.get("seed", 0))
+                elif kind in OPS:
+                    op = OPS[kind](p, req["solver"], blobs, d)
+                else:
+                    raise Unsupported("torch has no op `%s`" % kind)
+                send({"ok": True, "chosen": op.chosen})
+            elif cmd == "run":
+                dev_s, call_s = d.run(op.call, max(1, int(req.get("k", 1))), op.host_sync)
+                send({"ok": True, "device": dev_s, "call": call_s})
+            elif cmd == "output":
+                d.sync()
+                if getattr(op, "raw_output", False):
+                    send({"ok": True, "raw": True}, op.output())
+                else:
+                    t = op.output()
+                    send({"ok": True, "dtype": dtype_name(t)}, to_bytes(t))
+            elif cmd == "flush":
+                d.flush(int(req.get("bytes", 0)))
+                send({"ok": True})
+            else:
+                send({"ok": False, "kind": "error", "message": "unknown request `%s`" % cmd})
+        except Unsupported as e:
+            send({"ok": False, "kind": "unsupported", "message": str(e)})
+        except Exception as e:  # torch's own error: an `error` row with its message
+            send({"ok": False, "kind": "error", "code": type(e).__name__, "message": str(e)})
+
+
+def main():
+    global _OUT, _torch, DT
+    # The protocol leaves on a private copy of stdout; fd 1 becomes stderr (rocsweep's worker log),
+    # so a library printing to stdout cannot corrupt it.
+    _OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    # torch warns on import when numpy is missing; it needs none here, and the warning would
+    # stand in every crash row's worker-log tail.
+    import warnings
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    try:
+        import torch
+    except Exception as e:
+        send({"ok": False, "protocol": PROTOCOL,
+              "message": "%s cannot import torch: %s" % (sys.executable, e)})
+        return 1
+    _torch = torch
+    DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    d = Device()
+    send({"ok": True, "protocol": PROTOCOL, "info": info(d)})
+    return serve(d, inp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

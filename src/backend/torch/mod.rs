@@ -1,0 +1,235 @@
+//! The `torch` backend: the same cases through PyTorch, in the user's own Python (see
+//! `child`). The Python side makes the calls and times them; everything else is rocsweep's own,
+//! as for every backend: the inputs, the phases, the fault switch, and the verification of the
+//! output against the CPU reference. On a machine without a GPU, torch runs on its CPU device.
+
+mod child;
+
+pub use child::{PYTHON_VAR, SOURCE, choose_python};
+
+use crate::backend::{Backend, BackendInfo, LibraryFile, PhaseSink, Prepared, UnitError};
+use crate::op::{Inputs, OpKind, Problem};
+use crate::tensor::HostData;
+use crate::timing::{self, Batch, Sample};
+use child::Conn;
+use serde_json::{Value as Json, json};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Every solver name the torch backend knows, per op (what `solver = "all"` expands to on a
+/// GPU; on torch's CPU device the GPU-only ones are left out).
+pub fn solver_names(op: OpKind) -> &'static [&'static str] {
+    match op {
+        OpKind::Conv2d => &["torch-default", "torch-benchmark"],
+        OpKind::Gemm => &["torch-matmul", "torch-linear"],
+        OpKind::Rng => &[
+            "torch-randn",
+            "torch-randn_like",
+            "torch-rand",
+            "torch-normal_",
+        ],
+        OpKind::Copy => &["torch-to", "torch-to-nonblocking"],
+        OpKind::Cast => &["torch-to", "torch-method", "torch-cpu"],
+        OpKind::Graph => &["torch-eager", "torch-cudagraph", "torch-compile"],
+    }
+}
+
+/// Solvers that need torch's GPU.
+const GPU_ONLY: &[&str] = &["torch-cudagraph"];
+
+/// BLAS libraries `torch.backends.cuda.preferred_blas_library` takes: `torch-matmul+cublaslt`.
+pub const BLAS_PREFERENCES: &[&str] = &["cublas", "cublaslt", "hipblaslt", "ck"];
+
+/// Names the torch backend accepts by pattern: a GEMM solver with a BLAS preference.
+pub fn accepts_solver(op: OpKind, s: &str) -> bool {
+    op == OpKind::Gemm
+        && s.split_once('+').is_some_and(|(base, blas)| {
+            matches!(base, "torch-matmul" | "torch-linear") && BLAS_PREFERENCES.contains(&blas)
+        })
+}
+
+pub struct TorchBackend {
+    conn: Rc<RefCell<Conn>>,
+    info: BackendInfo,
+    gpu: bool,
+}
+
+impl TorchBackend {
+    /// Starts the Python side. Err: why torch cannot run here (no such Python, no torch).
+    pub fn open() -> Result<TorchBackend, String> {
+        let (python, why) = choose_python();
+        let (conn, hello) = Conn::start(&python).map_err(|e| {
+            format!("{e} (python from {why}; name one whose environment has torch with --python)")
+        })?;
+        let i = &hello["info"];
+        let strings = |k: &str| -> Vec<String> {
+            i[k].as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut versions: std::collections::BTreeMap<String, String> = i["versions"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        versions.insert(
+            "python".into(),
+            format!(
+                "{} ({why})",
+                i["python"]
+                    .as_str()
+                    .unwrap_or(&python.display().to_string())
+            ),
+        );
+        versions.insert(
+            "torch device".into(),
+            i["runtime"].as_str().unwrap_or("cpu").to_string(),
+        );
+        let info = BackendInfo {
+            backend: "torch".into(),
+            available: true,
+            devices: strings("devices"),
+            device_count: i["device_count"].as_u64().unwrap_or(1) as usize,
+            versions,
+            libraries: strings("libraries")
+                .into_iter()
+                .map(|path| LibraryFile {
+                    path,
+                    ..LibraryFile::default()
+                })
+                .collect(),
+            ..BackendInfo::default()
+        };
+        Ok(TorchBackend {
+            conn: Rc::new(RefCell::new(conn)),
+            gpu: i["gpu"].as_bool().unwrap_or(false),
+            info,
+        })
+    }
+}
+
+/// The inputs as the Python side reads them: one little-endian tensor per blob.
+fn blobs(inputs: &Inputs) -> (Vec<Vec<u8>>, u64) {
+    match inputs {
+        Inputs::Conv2d(i) => (vec![i.a.as_bytes(), i.b.as_bytes()], 0),
+        Inputs::Gemm(i) => (vec![i.a.as_bytes(), i.b.as_bytes()], 0),
+        Inputs::Rng { seed } => (Vec::new(), *seed),
+        Inputs::Copy(d) | Inputs::Cast(d) => (vec![d.as_bytes()], 0),
+        Inputs::Graph(g) => {
+            let mut v = vec![g.mix.as_bytes(), g.filter.as_bytes()];
+            v.extend(g.activations.iter().map(HostData::as_bytes));
+            (v, 0)
+        }
+    }
+}
+
+/// The phase names the Python side may report while preparing.
+fn known_phase(p: &str) -> Option<&'static str> {
+    ["alloc", "compile", "run"].into_iter().find(|k| *k == p)
+}
+
+impl Backend for TorchBackend {
+    fn name(&self) -> &'static str {
+        "torch"
+    }
+
+    fn info(&self) -> BackendInfo {
+        self.info.clone()
+    }
+
+    fn solvers(&self, problem: &Problem) -> Vec<String> {
+        solver_names(problem.kind())
+            .iter()
+            .filter(|s| self.gpu || !GPU_ONLY.contains(s))
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn runs_faults_in_child(&self) -> bool {
+        true
+    }
+
+    fn prepare(
+        &mut self,
+        problem: &Problem,
+        solver: &str,
+        inputs: &Inputs,
+        phases: &mut dyn PhaseSink,
+    ) -> Result<Box<dyn Prepared>, UnitError> {
+        let solver = if solver == "default" {
+            solver_names(problem.kind())[0]
+        } else {
+            solver
+        };
+        let (data, seed) = blobs(inputs);
+        let head = json!({"cmd": "prepare", "problem": problem, "solver": solver, "seed": seed});
+        let answer = self.conn.borrow_mut().ask(head, &data, &mut |p| {
+            if let Some(p) = known_phase(p) {
+                phases.phase(p);
+            }
+        })?;
+        Ok(Box::new(TorchPrepared {
+            conn: Rc::clone(&self.conn),
+            chosen: answer.head["chosen"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            out_dtype: problem.output_dtype(),
+            last_call: f64::NAN,
+        }))
+    }
+}
+
+struct TorchPrepared {
+    conn: Rc<RefCell<Conn>>,
+    chosen: String,
+    /// The type of a raw output (the graph op hands its replays over as bytes).
+    out_dtype: crate::dtype::DType,
+    /// The last sample's per-call seconds: how many calls the next launch-free sample queues.
+    last_call: f64,
+}
+
+impl TorchPrepared {
+    fn ask(&self, head: Json) -> Result<child::Answer, UnitError> {
+        self.conn.borrow_mut().ask(head, &[], &mut |_| {})
+    }
+}
+
+impl Prepared for TorchPrepared {
+    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
+        let k = timing::calls_per_sample(batch, self.last_call);
+        let a = self.ask(json!({"cmd": "run", "k": k}))?;
+        let get = |key: &str| a.head[key].as_f64().unwrap_or(f64::NAN);
+        let s = Sample {
+            device: get("device"),
+            call: get("call"),
+        };
+        self.last_call = s.call;
+        Ok(s)
+    }
+
+    fn output(&mut self) -> Result<HostData, UnitError> {
+        let a = self.ask(json!({"cmd": "output"}))?;
+        let dtype = match a.head["dtype"].as_str() {
+            Some(name) => crate::dtype::DType::parse(name).unwrap_or(self.out_dtype),
+            None => self.out_dtype,
+        };
+        let len = a.blob.len() / dtype.size();
+        Ok(HostData::from_le_bytes(dtype, &a.blob, len))
+    }
+
+    fn chosen(&self) -> String {
+        self.chosen.clone()
+    }
+
+    fn flush_cache(&mut self, bytes: u64) {
+        let _ = self.ask(json!({"cmd": "flush", "bytes": bytes}));
+    }
+}

@@ -1,0 +1,575 @@
+//! The torch backend with a real PyTorch from PyPI (scripts/torch-venv.sh), on torch's CPU
+//! device: every op, the fault switch carried out inside the Python process, a torch exception,
+//! resume after the supervisor is killed, env axes, and a Python without torch. `.ci/run`
+//! makes the environment; under CI=true a missing one fails these tests instead of skipping.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The Python with torch: $ROCSWEEP_TEST_PYTHON, else scripts/torch-venv.sh's environment.
+fn python() -> Option<PathBuf> {
+    let p = match std::env::var_os("ROCSWEEP_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+            .join("rocsweep/torch-venv/bin/python"),
+    };
+    if p.is_file() {
+        return Some(p);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!(
+            "{} is missing, but .ci/run makes it (scripts/torch-venv.sh)",
+            p.display()
+        );
+    }
+    eprintln!("skipped: no Python with torch (run scripts/torch-venv.sh)");
+    None
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));
+    // The fault switch and the Python come from each test alone.
+    c.env_remove("ROCSWEEP_TEST_FAULT")
+        .env_remove("ROCSWEEP_PYTHON")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX");
+    c
+}
+
+type Row = HashMap<String, String>;
+
+fn rows(dir: &Path) -> Vec<Row> {
+    let mut r = csv::Reader::from_path(dir.join("results.csv")).unwrap();
+    let headers = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            headers
+                .iter()
+                .zip(rec.iter())
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+const TIMING: &str = "[timing]\nwarmup = 1\nmin_samples = 3\nmax_time = 0.02\n";
+
+/// Runs `body` (a sweep's op and axes) on the torch backend; the output and its rows.
+fn run(py: &Path, body: &str, fault: Option<&str>) -> (Output, Vec<Row>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!("name = \"t\"\nbackend = \"torch\"\n{body}\n{TIMING}"),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let mut c = bin();
+    c.arg("--python").arg(py).arg("run").arg(&sweep);
+    c.args(["--trials", "1", "--quiet", "--no-report", "--out"])
+        .arg(&out);
+    if let Some(f) = fault {
+        c.env("ROCSWEEP_TEST_FAULT", f);
+    }
+    let o = c.output().unwrap();
+    let r = if out.join("results.csv").exists() {
+        rows(&out)
+    } else {
+        Vec::new()
+    };
+    (o, r, tmp)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// (solver, status) -> count
+fn tally(rows: &[Row]) -> HashMap<(String, String), usize> {
+    let mut t = HashMap::new();
+    for r in rows {
+        *t.entry((r["solver"].clone(), r["status"].clone()))
+            .or_default() += 1;
+    }
+    t
+}
+
+fn count(rows: &[Row], solver: &str, status: &str) -> usize {
+    tally(rows)
+        .get(&(solver.to_string(), status.to_string()))
+        .copied()
+        .unwrap_or(0)
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn conv_and_gemm_through_torch_are_checked_against_rocsweeps_reference() {
+    let Some(py) = python() else { return };
+    let (o, r, _t) = run(
+        &py,
+        "op = \"conv2d\"\n[axes]\ndirection = [\"fwd\", \"bwd_data\", \"bwd_weights\"]\n\
+         layout = [\"nchw\", \"nhwc\"]\ndtype = [\"f32\", \"bf16\"]\nc_in = 4\nc_out = 8\nh = 6\n\
+         groups = [1, 2]\nsolver = \"all\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(r.len(), 48, "{}", text(&o));
+    for solver in ["torch-default", "torch-benchmark"] {
+        assert_eq!(count(&r, solver, "ok"), 24, "{:?}", tally(&r));
+    }
+    assert!(
+        r.iter()
+            .all(|x| x["reference"] == "cpu-f64" && x["backend"] == "torch")
+    );
+    assert!(
+        r.iter().all(|x| x["device"].starts_with("cpu (torch ")),
+        "{:?}",
+        r[0]
+    );
+
+    let (o, r, _t) = run(
+        &py,
+        "op = \"gemm\"\n[axes]\nm = [1, 9]\nn = 12\nk = 7\ntrans_a = [false, true]\n\
+         trans_b = [false, true]\nbatch = [1, 3]\ndtype = [\"f32\", \"f16\"]\n\
+         solver = [\"torch-matmul\", \"torch-linear\", \"torch-matmul+cublaslt\"]",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(count(&r, "torch-matmul", "ok"), 32, "{:?}", tally(&r));
+    // F.linear shares one weight across a batch: unsupported for batch 3, said why.
+    assert_eq!(count(&r, "torch-linear", "ok"), 16, "{:?}", tally(&r));
+    assert_eq!(count(&r, "torch-linear", "unsupported"), 16);
+    // A BLAS preference is a GPU matter; torch on the CPU says so instead of ignoring it.
+    assert_eq!(count(&r, "torch-matmul+cublaslt", "unsupported"), 32);
+    let why: Vec<&str> = r
+        .iter()
+        .filter(|x| x["status"] == "unsupported")
+        .map(|x| x["error"].as_str())
+        .collect();
+    assert!(
+        why.iter().any(|w| w.contains("F.linear shares one weight")),
+        "{why:?}"
+    );
+    assert!(why.iter().any(|w| w.contains("BLAS preference")), "{why:?}");
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn rng_copy_and_cast_through_torch() {
+    let Some(py) = python() else { return };
+    let (o, r, _t) = run(
+        &py,
+        "op = \"rng\"\n[axes]\ncount = 20001\nmean = [0, 2.5]\ndtype = [\"f32\", \"f16\", \"bf16\"]\nsolver = \"all\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for solver in ["torch-randn", "torch-randn_like", "torch-normal_"] {
+        assert_eq!(count(&r, solver, "ok"), 6, "{solver}: {:?}", tally(&r));
+    }
+    assert_eq!(count(&r, "torch-rand", "ok"), 2, "{:?}", tally(&r));
+    assert!(
+        r.iter()
+            .all(|x| x["status"] != "ok" || x["reference"] == "statistical")
+    );
+
+    let (o, r, _t) = run(
+        &py,
+        "op = \"copy\"\n[axes]\ndirection = [\"h2d\", \"d2h\", \"d2d\"]\n\
+         memory = [\"pageable\", \"pinned\", \"mmap\"]\nbytes = [4, 65540]\nsolver = \"all\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Pinned memory needs torch's GPU, except for a device-to-device copy that never touches it.
+    for solver in ["torch-to", "torch-to-nonblocking"] {
+        assert_eq!(count(&r, solver, "ok"), 14, "{:?}", tally(&r));
+        assert_eq!(count(&r, solver, "unsupported"), 4, "{:?}", tally(&r));
+    }
+    assert!(
+        r.iter()
+            .all(|x| x["status"] != "ok" || x["reference"] == "cpu-exact")
+    );
+
+    let (o, r, _t) = run(
+        &py,
+        "op = \"cast\"\n[axes]\nfrom = [\"f32\", \"f16\", \"bf16\"]\nto = [\"f32\", \"f16\", \"bf16\"]\ncount = 1000\nsolver = \"all\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    for solver in ["torch-to", "torch-method", "torch-cpu"] {
+        assert_eq!(count(&r, solver, "ok"), 9, "{:?}", tally(&r));
+    }
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn graph_through_torch_eager_and_compiled() {
+    let Some(py) = python() else { return };
+    let (o, r, _t) = run(
+        &py,
+        "op = \"graph\"\n[axes]\nchannels = 4\nsize = 5\nreplays = 3\nkeep_outputs = [false, true]\n\
+         solver = \"all\"\n[limits]\ncompile = 600\nrun = 600",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(count(&r, "torch-eager", "ok"), 2, "{:?}", tally(&r));
+    assert_eq!(count(&r, "torch-compile", "ok"), 2, "{:?}", tally(&r));
+    // `solver = "all"` leaves CUDA graphs out where torch has no GPU.
+    assert_eq!(count(&r, "torch-cudagraph", "ok"), 0);
+    assert_eq!(r.len(), 4, "{:?}", tally(&r));
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn faults_happen_inside_python_and_become_crash_hang_and_exit_rows() {
+    let Some(py) = python() else { return };
+    let (o, r, _t) = run(
+        &py,
+        "op = \"gemm\"\n[axes]\nm = [8, 16, 24, 32, 40, 48]\nsolver = \"torch-matmul\"\n[limits]\nrun = 20",
+        Some("m=16:segv@run;m=24:hang@run;m=32:exit@verify;m=40:abort@compile"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let by_m: HashMap<&str, &Row> = r.iter().map(|x| (x["m"].as_str(), x)).collect();
+    let at = |m: &str| -> (&str, &str, &str) {
+        let x = by_m[m];
+        (&x["status"], &x["phase"], &x["error"])
+    };
+    assert_eq!(at("8").0, "ok");
+    assert_eq!(at("48").0, "ok", "the worker after the faults runs");
+    let (s, p, e) = at("16");
+    assert_eq!((s, p), ("crash", "run"), "{e}");
+    assert!(e.contains("SIGSEGV"), "{e}");
+    let (s, p, _) = at("24");
+    assert_eq!((s, p), ("hang", "run"));
+    let (s, p, e) = at("32");
+    assert_eq!((s, p), ("crash", "verify"), "{e}");
+    assert!(e.contains("exited with code 17"), "{e}");
+    let (s, p, e) = at("40");
+    assert_eq!((s, p), ("crash", "compile"), "{e}");
+    assert!(e.contains("SIGABRT"), "{e}");
+    // The Python side carried them out: the worker's log says its Python ended.
+    assert!(
+        e.contains("torch worker (Python) ended"),
+        "the crash came from the Python process: {e}"
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_torch_exception_is_an_error_row_with_torchs_message() {
+    let Some(py) = python() else { return };
+    // 4e13 bytes: torch's CPU allocator refuses it with its own RuntimeError.
+    let (o, r, _t) = run(
+        &py,
+        "op = \"rng\"\n[axes]\ncount = [10000000000000, 1000]\nsolver = \"torch-randn\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let big = r.iter().find(|x| x["count"] == "10000000000000").unwrap();
+    assert_eq!(big["status"], "error");
+    assert!(
+        big["error"].starts_with("torch: RuntimeError: ")
+            && big["error"].contains("can't allocate memory"),
+        "{}",
+        big["error"]
+    );
+    let small = r.iter().find(|x| x["count"] == "1000").unwrap();
+    assert_eq!(small["status"], "ok", "the same worker goes on");
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn env_axes_reach_the_python_side() {
+    let Some(py) = python() else { return };
+    let (o, r, _t) = run(
+        &py,
+        "op = \"gemm\"\n[axes]\nm = [4, 8]\nsolver = \"torch-matmul\"\n\
+         [env_axes]\nTORCH_BLAS_PREFER_HIPBLASLT = [\"0\", \"1\"]",
+        // A fault that needs the variable in the Python process's own environment.
+        Some("m=8&env.TORCH_BLAS_PREFER_HIPBLASLT=1:exit@run"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let mut seen: Vec<(String, String, String)> = r
+        .iter()
+        .map(|x| (x["env"].clone(), x["m"].clone(), x["status"].clone()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "TORCH_BLAS_PREFER_HIPBLASLT=0".into(),
+                "4".into(),
+                "ok".into()
+            ),
+            (
+                "TORCH_BLAS_PREFER_HIPBLASLT=0".into(),
+                "8".into(),
+                "ok".into()
+            ),
+            (
+                "TORCH_BLAS_PREFER_HIPBLASLT=1".into(),
+                "4".into(),
+                "ok".into()
+            ),
+            (
+                "TORCH_BLAS_PREFER_HIPBLASLT=1".into(),
+                "8".into(),
+                "crash".into()
+            ),
+        ]
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn resume_finishes_a_torch_run_whose_supervisor_was_killed() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "name = \"t\"\nbackend = \"torch\"\nop = \"gemm\"\n[axes]\nm = \"range(1..=12)\"\n\
+             solver = \"torch-matmul\"\n{TIMING}"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let mut c = bin();
+    c.arg("--python").arg(&py).arg("run").arg(&sweep);
+    c.args(["--trials", "1", "--quiet", "--no-report", "--out"])
+        .arg(&out);
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
+    let mut child = c.spawn().unwrap();
+    // Killed (with its workers) once some rows are in, whenever that is.
+    let csv = out.join("results.csv");
+    let lines = || {
+        std::fs::read_to_string(&csv)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    while lines() < 4 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) of the process group this test started.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    let before = rows(&out).len();
+    let o = bin()
+        .arg("--python")
+        .arg(&py)
+        .args(["run", "--resume"])
+        .arg(&out)
+        .args(["--quiet", "--no-report"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = rows(&out);
+    assert!(before < 12, "killed before the end ({before} rows)");
+    assert_eq!(r.len(), 12, "{}", text(&o));
+    let mut ms: Vec<u32> = r.iter().map(|x| x["m"].parse().unwrap()).collect();
+    ms.sort();
+    assert_eq!(ms, (1..=12).collect::<Vec<_>>(), "each unit once");
+    // The unit the kill caught is `interrupted` (a suspect, not rerun by a plain resume); every
+    // other unit ran once, through torch.
+    let bad: Vec<&Row> = r.iter().filter(|x| x["status"] != "ok").collect();
+    assert!(
+        bad.len() <= 1 && bad.iter().all(|x| x["status"] == "interrupted"),
+        "{bad:?}"
+    );
+    let o = bin()
+        .arg("--python")
+        .arg(&py)
+        .args(["run", "--resume"])
+        .arg(&out)
+        .args(["--retry-interrupted", "--quiet", "--no-report"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = rows(&out);
+    assert_eq!(r.len(), 12, "{}", text(&o));
+    assert!(r.iter().all(|x| x["status"] == "ok"), "{r:?}");
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_python_without_torch_or_no_python_is_said_plainly() {
+    // The system's python3 has no torch (the tests' own environment is elsewhere).
+    let Some(_) = python() else { return };
+    let system = ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| {
+            p.is_file()
+                && Command::new(p)
+                    .args(["-c", "import torch"])
+                    .output()
+                    .is_ok_and(|o| !o.status.success())
+        });
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"t\"\nbackend = \"torch\"\nop = \"gemm\"\n[axes]\nm = 4\n",
+    )
+    .unwrap();
+    if let Some(system) = system {
+        let out = tmp.path().join("run");
+        let o = bin()
+            .arg("--python")
+            .arg(&system)
+            .arg("run")
+            .arg(&sweep)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        // A run whose backend cannot run here is bad input (exit 2), as for every backend.
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(
+            t.contains("the torch backend cannot run here")
+                && t.contains("cannot import torch")
+                && t.contains("--python"),
+            "{t}"
+        );
+        assert!(!out.exists(), "nothing is written: {t}");
+        let o = bin()
+            .arg("--python")
+            .arg(&system)
+            .args(["probe", "--backend", "torch"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+        assert!(text(&o).contains("torch: unavailable"), "{}", text(&o));
+    }
+    let o = bin()
+        .args(["--python", "/nowhere/python3", "run"])
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--python /nowhere/python3: no such file"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_right() {
+    use rocsweep::analyze::torch_script::torch_script;
+    let Some(py) = python() else { return };
+    let p = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let conv = |dir: &str, layout: &str| {
+        p(&[
+            ("direction", dir),
+            ("layout", layout),
+            ("dtype", "f32"),
+            ("n", "2"),
+            ("c_in", "4"),
+            ("c_out", "6"),
+            ("h", "7"),
+            ("w", "7"),
+            ("kernel", "3"),
+            ("groups", "2"),
+            ("stride", "2"),
+            ("pad", "1"),
+            ("dilation", "1"),
+        ])
+    };
+    let gemm = |ta: &str, tb: &str, batch: &str| {
+        p(&[
+            ("m", "5"),
+            ("n", "7"),
+            ("k", "9"),
+            ("batch", batch),
+            ("trans_a", ta),
+            ("trans_b", tb),
+            ("dtype", "f32"),
+            ("compute", "f32"),
+        ])
+    };
+    type Params = Vec<(String, String)>;
+    let cases: Vec<(&str, Params, &str)> = vec![
+        ("gemm", gemm("true", "false", "3"), "torch-matmul"),
+        ("gemm", gemm("false", "true", "1"), "torch-linear"),
+        ("conv2d", conv("fwd", "nhwc"), "torch-benchmark"),
+        ("conv2d", conv("bwd_data", "nchw"), "torch-default"),
+        ("conv2d", conv("bwd_weights", "nhwc"), "torch-default"),
+        (
+            "rng",
+            p(&[
+                ("count", "100000"),
+                ("mean", "2"),
+                ("std", "0.5"),
+                ("dtype", "bf16"),
+            ]),
+            "torch-randn_like",
+        ),
+        (
+            "rng",
+            p(&[
+                ("count", "100000"),
+                ("mean", "0"),
+                ("std", "1"),
+                ("dtype", "f32"),
+            ]),
+            "torch-rand",
+        ),
+        (
+            "copy",
+            p(&[("direction", "h2d"), ("memory", "mmap"), ("bytes", "4096")]),
+            "torch-to-nonblocking",
+        ),
+        (
+            "copy",
+            p(&[
+                ("direction", "d2h"),
+                ("memory", "pageable"),
+                ("bytes", "4096"),
+            ]),
+            "torch-to",
+        ),
+        (
+            "cast",
+            p(&[("from", "f32"), ("to", "bf16"), ("count", "1000")]),
+            "torch-method",
+        ),
+        (
+            "graph",
+            p(&[
+                ("channels", "4"),
+                ("size", "5"),
+                ("replays", "3"),
+                ("keep_outputs", "false"),
+                ("dtype", "f32"),
+            ]),
+            "torch-eager",
+        ),
+    ];
+    for (op, params, solver) in cases {
+        let script = torch_script(op, &params, solver).unwrap();
+        let o = Command::new(&py).arg("-c").arg(&script).output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{op} {solver}:\n{script}\n{t}");
+        assert!(t.contains("ok"), "{op} {solver}: {t}");
+    }
+}
