@@ -9,7 +9,7 @@ set -u
 mkdir -p "$OUT"
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 for b in before after; do
-  timeout 30 "target/carry/$b/rocsweep" selftest --backend cuda > "$OUT/selftest-$b.txt" 2>&1
+  timeout 25 "target/carry/$b/rocsweep" selftest --backend cuda > "$OUT/selftest-$b.txt" 2>&1
   echo "selftest $b rc=$?" >> "$OUT/rc.txt"
 done
 run() { # sweep, timeout (seconds, per binary), axis overrides...
@@ -21,11 +21,11 @@ run() { # sweep, timeout (seconds, per binary), axis overrides...
     echo "$sweep $b rc=$?" >> "$OUT/rc.txt"
   done
 }
-run h200-probe-copy 30
+run h200-probe-copy 45
 run h200-probe-rng 20
 run h200-probe-cast 15
 run h200-graph 30 --axis dtype=f32 --axis size=32,64
-run h200-gemm 50 --axis dtype=bf16
-run h200-conv 50 --axis h=32 --axis dtype=f32
+run h200-gemm 45 --axis dtype=bf16,f16 --axis m=1024,2048
+run h200-conv 45 --axis h=32 --axis dtype=f32
 cat "$OUT/rc.txt"
 rm -f "$OUT"/*/*/run.lock
