@@ -7,6 +7,14 @@
 # scripts/device/engine-table.py makes the before/after table from $OUT.
 set -u
 mkdir -p "$OUT"
+# The binaries may travel stripped and xz-compressed (the device tool's 64 MiB limit).
+for b in before after; do
+  f=target/carry/$b/rocsweep
+  if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
+    python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
+      chmod +x "$f" || exit 1
+  fi
+done
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 for b in before after; do
   timeout 25 "target/carry/$b/rocsweep" selftest --backend cuda > "$OUT/selftest-$b.txt" 2>&1

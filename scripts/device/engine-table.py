@@ -8,7 +8,8 @@ from pathlib import Path
 out = Path(sys.argv[1])
 print("| sweep | units before / after | statuses before | same status | same chosen | median_ms after/before: median (min..max) |")
 print("|---|---|---|---|---|---|")
-for sweep in sorted(p.name for p in (out / "before").iterdir()):
+before = out / "before"
+for sweep in sorted(p.name for p in before.iterdir()) if before.is_dir() else []:
     rows = {}
     for side in ("before", "after"):
         f = out / side / sweep / "results.csv"
