@@ -2,7 +2,7 @@
 """rocsweep's cuBLASLt call and timing loop through ctypes, with no PyTorch needed: the pieces of
 peer_times.py that make rocsweep's own cublasLtMatmul call (src/backend/cuda/gemm.rs: descriptors,
 heuristic, algorithm configuration, workspace) and rocsweep's unit and sample protocol through the
-CUDA driver API (src/exec/unit.rs, src/timing.rs, src/backend/cuda/blocker.rs), with device memory
+CUDA driver API (src/exec/unit.rs, src/timing.rs, src/backend/engine/timer.rs), with device memory
 from the driver's default memory pool as cudarc gives it. peer_times.py imports everything here;
 lt_bare.py uses it in processes that never import PyTorch. Where PyTorch is loaded, its current
 stream is the default for a call and its CUDA initialisation makes the context current.
@@ -28,7 +28,7 @@ IDLE_S = 0.1  # idle before each unit, as rocsweep's unit setup leaves the devic
 LT_WORKSPACE_KIB = 64 * 1024  # rocsweep's cuBLASLt workspace (src/backend/cuda/gemm.rs)
 # How a launch-free sample replays its CUDA graph (PEER_GRAPH_PROTOCOL, or peer_times'
 # --graph-protocol):
-# - "upload": rocsweep's `graphed` since 41f8d8c (src/backend/cuda/blocker.rs): the instantiated graph
+# - "upload": rocsweep's `graphed` since 41f8d8c (src/backend/engine/timer.rs): the instantiated graph
 #   is uploaded (cuGraphUpload on the timing stream), then replayed once between two events; no warm
 #   replay. The interval starts on an idle stream, so it may hold the replay's launch latency.
 # - "warm": rocsweep's `graphed` before 41f8d8c: a warm replay, then the timed replay queued behind it
@@ -288,7 +288,7 @@ class Driver:
     device's default memory pool (cuMemAllocAsync on a stream, zeroed with cuMemsetD8Async, as
     CudaStream::alloc / alloc_zeros do where the device supports memory pools), a non-blocking stream
     of its own (CudaContext::new_stream), events with default flags, and stream capture into a graph
-    (thread-local mode) instantiated with flags 0 and launched (src/backend/cuda/blocker.rs)."""
+    (thread-local mode) instantiated with flags 0 and launched (src/backend/engine/timer.rs)."""
 
     def __init__(self, torch_init=True):
         cu = ctypes.CDLL("libcuda.so.1")
@@ -422,7 +422,7 @@ def driver(torch_init=True):
 
 
 class DriverUnit:
-    """rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`, src/backend/cuda/blocker.rs
+    """rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`, src/backend/engine/timer.rs
     `timed`) through the driver API on a non-blocking stream of its own: idle, a first call, the
     SM clock, warm-up samples, samples until the policy stops; one sample is one call between two
     events, then K calls captured (thread-local) into a new graph, instantiated, uploaded and

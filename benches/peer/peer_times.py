@@ -15,7 +15,7 @@ Launch-free time (torch_ms, torch_lt_ms): rocsweep's protocol repeated sample fo
   3), not its per-call time: on PyTorch's cuBLASLt path one call between two events holds a
   heuristic query on the host (0.13-0.18 ms), which gave K = 2 for small shapes.
 - per unit, as rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`,
-  src/backend/cuda/blocker.rs `timed`): an idle of IDLE_S (rocsweep's unit setup: inputs made
+  src/backend/engine/timer.rs `timed`): an idle of IDLE_S (rocsweep's unit setup: inputs made
   on the CPU, upload, verification, 0.03 to 1.4 s in the committed runs), a first call (two calls,
   as rocsweep's Batch::Single), the SM clock (NVML), `warmup` samples, then samples until
   min_samples are in and either their measured time reaches max_time or their relative stdev is
@@ -230,7 +230,7 @@ def capture(fn, calls):
 
 def graph_ms(fn, calls, reps=20):
     """(queued, idle): a replay of a graph of `calls` calls, time / calls, median of `reps`.
-    queued is rocsweep's protocol before 41f8d8c (src/backend/cuda/blocker.rs, graphed): the timed
+    queued is rocsweep's protocol before 41f8d8c (src/backend/engine/timer.rs, graphed): the timed
     replay is queued behind a warm one, so the start event fires when the device reaches it and the
     interval holds no launch. idle times a replay from an idle stream, so the interval also holds
     the graph's launch latency, spread over its calls."""

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod engine;
 pub mod rocm;
 pub mod telemetry;
 pub mod torch;

@@ -3,15 +3,14 @@
 //! configuration of cuDNN's backend API), and an algorithm cuDNN refuses for the problem is
 //! `unsupported` with cuDNN's status name.
 
-use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
+use super::buffers::{Gpu, Workspace, ws_ptr};
+use crate::backend::engine::run;
+use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
-use crate::tensor::HostData;
-use crate::timing::{Batch, Sample};
 use cudarc::cudnn::{result as r, sys as s};
-use cudarc::driver::{CudaSlice, sys as dsys};
+use cudarc::driver::sys as dsys;
 use std::ffi::c_void;
 
 const FWD: &[&str] = &[
@@ -279,7 +278,7 @@ fn transform_factor(a: Algo) -> f64 {
 pub struct ConvCall {
     d: Descs,
     algo: Algo,
-    ws: Option<CudaSlice<u8>>,
+    ws: Workspace,
     ws_bytes: usize,
 }
 
@@ -323,7 +322,7 @@ impl ConvCall {
             .result()
             .map_err(|e| status_err("workspace size query for this algorithm", e))?;
         }
-        let ws = workspace(gpu, ws_bytes)?;
+        let ws = gpu.workspace(ws_bytes)?;
         Ok(ConvCall {
             d,
             algo,
@@ -335,7 +334,6 @@ impl ConvCall {
     /// `a`/`b` are (x, w) fwd, (dy, w) bwd-data, (x, dy) bwd-weights; `out` is the result.
     pub fn launch(
         &mut self,
-        g: &Gpu,
         pa: dsys::CUdeviceptr,
         pb: dsys::CUdeviceptr,
         po: dsys::CUdeviceptr,
@@ -344,7 +342,7 @@ impl ConvCall {
         let al = &alpha as *const f32 as *const c_void;
         let be = &beta as *const f32 as *const c_void;
         let (pa, pb, po) = (pa as *const c_void, pb as *const c_void, po as *mut c_void);
-        let ws = ws_ptr(g, &mut self.ws) as *mut c_void;
+        let ws = ws_ptr(&self.ws);
         let d = &self.d;
         // SAFETY: pointers are live device allocations sized for the descriptors.
         unsafe {
@@ -400,14 +398,6 @@ impl ConvCall {
     }
 }
 
-pub struct ConvRun {
-    gpu: Gpu,
-    call: ConvCall,
-    a: DevBuf,
-    b: DevBuf,
-    out: DevBuf,
-}
-
 pub fn prepare(
     gpu: &Gpu,
     p: &Conv2d,
@@ -420,34 +410,24 @@ pub fn prepare(
     }
     let call = ConvCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    let a = DevBuf::upload(gpu, &i.a)?;
-    let b = DevBuf::upload(gpu, &i.b)?;
-    let out = DevBuf::zeros(gpu, p.dtype, p.output_len())?;
-    Ok(Box::new(ConvRun {
-        gpu: gpu.clone(),
-        call,
-        a,
-        b,
-        out,
-    }))
+    let ops = run::operands(gpu, &i.a, &i.b, p.dtype, p.output_len())?;
+    Ok(run::prepare(gpu, call, ops))
 }
 
-impl Prepared for ConvRun {
-    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let g = self.gpu.clone();
-        let (pa, pb, po) = (self.a.ptr(&g), self.b.ptr(&g), self.out.ptr_mut(&g));
-        timed(&g, batch, || self.call.launch(&g, pa, pb, po))
+impl run::Call for ConvCall {
+    fn launch(&mut self, a: Ptr, b: Ptr, out: Ptr) -> Result<(), UnitError> {
+        ConvCall::launch(self, a as _, b as _, out as _)
     }
-    fn output(&mut self) -> Result<HostData, UnitError> {
-        self.out.download(&self.gpu)
+
+    fn chosen(&self) -> String {
+        String::new()
     }
+
     fn workspace_bytes(&self) -> u64 {
-        self.call.ws_bytes as u64
+        self.ws_bytes as u64
     }
+
     fn tolerance_factor(&self) -> f64 {
-        transform_factor(self.call.algo)
-    }
-    fn flush_cache(&mut self, bytes: u64) {
-        self.gpu.flush_cache(bytes);
+        transform_factor(self.algo)
     }
 }

@@ -2,15 +2,14 @@
 //! (`lt#<rank>-algo<id>`). Row-major C = op(A) op(B) is computed as the column-major
 //! C^T = op(B)^T op(A)^T, which needs no copies.
 
-use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
+use super::buffers::{Gpu, Workspace, ws_ptr};
+use crate::backend::engine::run::{self, Call};
+use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
-use crate::tensor::HostData;
-use crate::timing::{Batch, Sample};
 use cudarc::cublaslt::{result as r, sys as s};
-use cudarc::driver::{CudaSlice, sys as dsys};
+use cudarc::driver::sys as dsys;
 use std::ffi::c_void;
 
 /// Solver names for validation: `heuristic` (the first), `all`, or `lt#<rank>...` (a pattern).
@@ -238,9 +237,10 @@ pub fn enumerate(_gpu: &Gpu, p: &Gemm) -> Result<Vec<String>, UnitError> {
 
 /// One configured matmul (plan, chosen algorithm, workspace), launchable on any operands.
 pub struct GemmCall {
+    gpu: Gpu,
     plan: Plan,
     algo: s::cublasLtMatmulHeuristicResult_t,
-    ws: Option<CudaSlice<u8>>,
+    ws: Workspace,
     compute: DType,
 }
 
@@ -281,7 +281,8 @@ impl GemmCall {
             )));
         }
         Ok(GemmCall {
-            ws: workspace(gpu, algo.workspaceSize)?,
+            gpu: gpu.clone(),
+            ws: gpu.workspace(algo.workspaceSize)?,
             plan,
             algo,
             compute: p.compute,
@@ -289,14 +290,13 @@ impl GemmCall {
     }
 
     /// C = A x B for row-major A, B, C at the given addresses.
-    pub fn launch(
+    fn matmul(
         &mut self,
-        g: &Gpu,
         pa: dsys::CUdeviceptr,
         pb: dsys::CUdeviceptr,
         pc: dsys::CUdeviceptr,
     ) -> Result<(), UnitError> {
-        let ws = ws_ptr(g, &mut self.ws) as *mut c_void;
+        let ws = ws_ptr(&self.ws);
         let (a32, b32) = (1.0f32, 0.0f32);
         let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
         let (al, be) = if self.compute == DType::F16 {
@@ -330,22 +330,25 @@ impl GemmCall {
                 &self.algo.algo,
                 ws,
                 self.algo.workspaceSize,
-                g.stream.cu_stream() as _,
+                self.gpu.stream.cu_stream() as _,
             )
         }
         .map_err(|e| lt_err("cublasLtMatmul", e))
     }
 }
 
-pub struct GemmRun {
-    gpu: Gpu,
-    call: GemmCall,
-    a: DevBuf,
-    b: DevBuf,
-    c: DevBuf,
-    /// Copies of (a, b) that consecutive calls use in turn (`rotate_inputs`), and the next one.
-    rotating: Vec<(DevBuf, DevBuf)>,
-    next: usize,
+impl Call for GemmCall {
+    fn launch(&mut self, a: Ptr, b: Ptr, c: Ptr) -> Result<(), UnitError> {
+        self.matmul(a as _, b as _, c as _)
+    }
+
+    fn chosen(&self) -> String {
+        algo_text(&self.algo)
+    }
+
+    fn workspace_bytes(&self) -> u64 {
+        self.algo.workspaceSize as u64
+    }
 }
 
 pub fn prepare(
@@ -357,54 +360,6 @@ pub fn prepare(
 ) -> Result<Box<dyn Prepared>, UnitError> {
     let call = GemmCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    Ok(Box::new(GemmRun {
-        gpu: gpu.clone(),
-        a: DevBuf::upload(gpu, &i.a)?,
-        b: DevBuf::upload(gpu, &i.b)?,
-        c: DevBuf::zeros(gpu, p.out_dtype, p.output_len())?,
-        call,
-        rotating: Vec::new(),
-        next: 0,
-    }))
-}
-
-impl Prepared for GemmRun {
-    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let g = self.gpu.clone();
-        let pc = self.c.ptr_mut(&g);
-        let mut sets = vec![(self.a.ptr(&g), self.b.ptr(&g))];
-        sets.extend(self.rotating.iter().map(|(a, b)| (a.ptr(&g), b.ptr(&g))));
-        let mut next = self.next;
-        let call = &mut self.call;
-        let t = timed(&g, batch, || {
-            let (pa, pb) = sets[next % sets.len()];
-            next += 1;
-            call.launch(&g, pa, pb, pc)
-        });
-        self.next = next;
-        t
-    }
-    fn rotate_inputs(&mut self, bytes: u64) -> Result<(), UnitError> {
-        let (ha, hb) = (self.a.download(&self.gpu)?, self.b.download(&self.gpu)?);
-        let set = (ha.as_bytes().len() + hb.as_bytes().len()) as u64;
-        for _ in 1..crate::timing::rotating_sets(bytes, set) {
-            self.rotating.push((
-                DevBuf::upload(&self.gpu, &ha)?,
-                DevBuf::upload(&self.gpu, &hb)?,
-            ));
-        }
-        Ok(())
-    }
-    fn output(&mut self) -> Result<HostData, UnitError> {
-        self.c.download(&self.gpu)
-    }
-    fn chosen(&self) -> String {
-        algo_text(&self.call.algo)
-    }
-    fn workspace_bytes(&self) -> u64 {
-        self.call.algo.workspaceSize as u64
-    }
-    fn flush_cache(&mut self, bytes: u64) {
-        self.gpu.flush_cache(bytes);
-    }
+    let ops = run::operands(gpu, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    Ok(run::prepare(gpu, call, ops))
 }

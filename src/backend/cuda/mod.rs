@@ -1,21 +1,28 @@
 //! The CUDA backend: cuDNN, cuBLASLt, cuRAND, NVRTC and CUDA graphs through cudarc, every library
 //! loaded at run time. The binary builds and its tests pass on a machine with no CUDA at all;
-//! there `open` says which library is missing and `probe` reports it.
+//! there `open` says which library is missing and `probe` reports it. Memory, timing, kernels,
+//! graphs, the probes and the `Backend` itself are the GPU engine's (backend::engine), shared
+//! with the ROCm backend.
 
-mod blocker;
 mod buffers;
 mod conv;
 mod conv_engine;
 mod gemm;
 mod graph;
-mod graph_info;
-mod kernels;
+pub(crate) mod graph_info;
 mod nvml;
 mod pad;
 mod simple;
 
-use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
-use crate::op::{Inputs, OpKind, Problem};
+use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
+use super::engine::graph::Sequence;
+use super::engine::probes::Normals;
+use super::engine::{Device, cuda::CudaRt};
+use super::{BackendInfo, UnitError};
+use crate::op::conv2d::{Conv2d, ConvInputs};
+use crate::op::gemm::{Gemm, GemmInputs};
+use crate::op::graph::Graph;
+use crate::op::{OpKind, Problem};
 use buffers::Gpu;
 use cudarc::driver::{CudaContext, sys as dsys};
 use std::collections::BTreeMap;
@@ -59,33 +66,16 @@ fn presence() -> Vec<(&'static str, bool)> {
     }
 }
 
-pub struct CudaBackend {
-    /// Declared before `gpu`, so that it is freed while the context lives.
+/// The CUDA backend: the engine over CUDA's driver API with NVIDIA's libraries.
+pub type CudaBackend = GpuBackend<Cuda>;
+
+/// NVIDIA's libraries over the engine's device (the vendor half of the CUDA backend).
+pub struct Cuda {
+    /// Holds its own reference to the context, so it is freed while the context lives.
     _pad: pad::Pad,
-    gpu: Gpu,
-    info: BackendInfo,
     /// Clock and temperature readings, or why there are none.
     nvml: Result<nvml::Nvml, String>,
     libs: Vec<(&'static str, bool)>,
-    kernels: Option<kernels::Kernels>,
-}
-
-/// An inconsistency inside rocsweep (not the driver's), with a code of its own.
-fn internal_err(what: &str, code: &str) -> UnitError {
-    UnitError::Library {
-        library: "rocsweep".into(),
-        code: code.into(),
-        message: what.to_string(),
-    }
-}
-
-/// A driver error as a unit error: the code is the driver's own name (`CUDA_ERROR_...`).
-fn driver_err(what: &str, e: cudarc::driver::DriverError) -> UnitError {
-    UnitError::Library {
-        library: "cuda".into(),
-        code: format!("{:?}", e.0),
-        message: what.to_string(),
-    }
 }
 
 /// The PCI bus id of the context's device ("0000:18:00.0"), which NVML looks devices up by.
@@ -104,6 +94,13 @@ fn pci_bus_id(gpu: &Gpu) -> Result<String, String> {
 
 impl CudaBackend {
     pub fn open() -> Result<CudaBackend, String> {
+        let (cuda, gpu, info) = Cuda::open()?;
+        Ok(GpuBackend::new(cuda, gpu, info))
+    }
+}
+
+impl Cuda {
+    fn open() -> Result<(Cuda, Gpu, BackendInfo), String> {
         let libs = presence();
         if !libs[0].1 {
             return Err("the NVIDIA driver library (libcuda.so.1) was not found: no NVIDIA driver on this machine".into());
@@ -118,12 +115,7 @@ impl CudaBackend {
         let stream = ctx
             .new_stream()
             .map_err(|e| format!("cannot create a CUDA stream: {e:?}"))?;
-        let gpu = Gpu {
-            ctx,
-            stream,
-            blocker: Default::default(),
-            flush: Default::default(),
-        };
+        let gpu = Device::new(CudaRt { ctx, stream });
         let pad = pad::Pad::hold(&gpu.stream)?;
         let mut info = describe(&gpu, &libs);
         let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
@@ -134,14 +126,12 @@ impl CudaBackend {
                 Err(why) => format!("none ({why})"),
             },
         );
-        Ok(CudaBackend {
+        let cuda = Cuda {
             _pad: pad,
-            gpu,
-            info,
             nvml,
             libs,
-            kernels: None,
-        })
+        };
+        Ok((cuda, gpu, info))
     }
 
     fn need(&self, lib: &str) -> Result<(), UnitError> {
@@ -155,16 +145,6 @@ impl CudaBackend {
                 ),
             }),
         }
-    }
-
-    fn kernels(&mut self) -> Result<&kernels::Kernels, UnitError> {
-        self.need("libnvrtc")?;
-        if self.kernels.is_none() {
-            self.kernels = Some(kernels::Kernels::compile(&self.gpu)?);
-        }
-        self.kernels
-            .as_ref()
-            .ok_or_else(|| internal_err("kernels", "NOT_COMPILED"))
     }
 }
 
@@ -271,20 +251,18 @@ fn device_facts(gpu: &Gpu, (major, minor): (i32, i32), versions: &mut BTreeMap<S
     );
 }
 
-impl Backend for CudaBackend {
-    fn name(&self) -> &'static str {
-        "cuda"
-    }
+impl Vendor for Cuda {
+    type Rt = CudaRt;
+    const NAME: &'static str = "cuda";
+    const REFERENCE: &'static str = "gpu-direct-f64 (kernels/conv_ref.cu)";
+    // Compiled for f32 normals too: NVRTC ships with the toolkit cuRAND comes in.
+    const F32_NORMALS_NEED_KERNELS: bool = true;
 
     fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
         self.nvml.as_ref().map(|n| n.read()).unwrap_or_default()
     }
 
-    fn info(&self) -> BackendInfo {
-        self.info.clone()
-    }
-
-    fn solvers(&self, problem: &Problem) -> Vec<String> {
+    fn library_solvers(&self, gpu: &Gpu, problem: &Problem) -> Option<Vec<String>> {
         match problem {
             Problem::Conv2d(p) => {
                 let mut names: Vec<String> = conv::solver_names(p.direction)
@@ -292,99 +270,49 @@ impl Backend for CudaBackend {
                     .map(|s| s.to_string())
                     .collect();
                 if self.need("libcudnn").is_ok() {
-                    names.extend(conv_engine::solver_list(&self.gpu, p));
+                    names.extend(conv_engine::solver_list(gpu, p));
                 }
-                names
+                Some(names)
             }
             Problem::Gemm(p) => {
-                gemm::enumerate(&self.gpu, p).unwrap_or_else(|_| vec!["heuristic".into()])
+                Some(gemm::enumerate(gpu, p).unwrap_or_else(|_| vec!["heuristic".into()]))
             }
-            other => solver_names(other.kind())
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            _ => None,
         }
     }
 
-    fn prepare(
-        &mut self,
-        problem: &Problem,
-        solver: &str,
-        inputs: &Inputs,
-        phases: &mut dyn PhaseSink,
-    ) -> Result<Box<dyn Prepared>, UnitError> {
-        let mismatch = || internal_err("inputs do not belong to this problem", "INPUT_MISMATCH");
-        match (problem, inputs) {
-            (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
-                self.need("libcudnn")?;
-                conv::prepare(&self.gpu, p, solver, i, phases)
-            }
-            (Problem::Gemm(p), Inputs::Gemm(i)) => {
-                self.need("libcublasLt")?;
-                gemm::prepare(&self.gpu, p, solver, i, phases)
-            }
-            (Problem::Rng(p), Inputs::Rng { seed }) => {
-                self.need("libcurand")?;
-                let k = self.kernels()?.clone();
-                simple::prepare_rng(&self.gpu, k, p, *seed, phases)
-            }
-            (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
-                crate::op::copy::MMAP_TORCH_ONLY.into(),
-            )),
-            (Problem::Copy(p), Inputs::Copy(src)) => {
-                simple::prepare_copy(&self.gpu, p, src, phases)
-            }
-            (Problem::Cast(p), Inputs::Cast(src)) => {
-                let k = self.kernels()?.clone();
-                simple::prepare_cast(&self.gpu, k, p, src, phases)
-            }
-            (Problem::Graph(p), Inputs::Graph(i)) => {
-                self.need("libcudnn")?;
-                self.need("libcublasLt")?;
-                let k = self.kernels()?.clone();
-                graph::prepare(&self.gpu, k, p, solver, i, phases)
-            }
-            _ => Err(mismatch()),
-        }
+    fn names(op: OpKind) -> Vec<&'static str> {
+        solver_names(op).to_vec()
     }
 
-    fn device_reference(
-        &mut self,
-        problem: &Problem,
-        inputs: &Inputs,
-    ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
-        let (Problem::Conv2d(p), Inputs::Conv2d(i)) = (problem, inputs) else {
-            return None;
-        };
-        if p.direction != crate::op::conv2d::Direction::Fwd {
-            return None;
-        }
-        let mut run = || -> Result<(crate::verify::Reference, String), UnitError> {
-            let k = self.kernels()?.clone();
-            let g = &self.gpu;
-            let x = buffers::DevBuf::upload(g, &i.a)?;
-            let w = buffers::DevBuf::upload(g, &i.b)?;
-            let mut y = g
-                .stream
-                .alloc_zeros::<f64>(p.output_len().max(1))
-                .map_err(|e| driver_err("alloc", e))?;
-            let yp = {
-                use cudarc::driver::DevicePtrMut;
-                y.device_ptr_mut(&g.stream).0
-            };
-            k.conv_fwd_ref(g, p, x.ptr(g), w.ptr(g), yp)?;
-            let mut v = g.stream.clone_dtoh(&y).map_err(|e| driver_err("dtoh", e))?;
-            v.truncate(p.output_len());
-            Ok((
-                crate::verify::Reference::Values(v),
-                "gpu-direct-f64 (kernels/conv_ref.cu)".into(),
-            ))
-        };
-        Some(run())
+    fn compiler(&self) -> Result<(), UnitError> {
+        self.need("libnvrtc")
     }
 
-    fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
-        let k = self.kernels()?.clone();
-        k.spin_forever(&self.gpu)
+    fn conv(&mut self, gpu: &Gpu, u: Unit<'_, Conv2d, ConvInputs>) -> Made {
+        self.need("libcudnn")?;
+        conv::prepare(gpu, u.p, u.solver, u.i, u.phases)
+    }
+
+    fn gemm(&mut self, gpu: &Gpu, u: Unit<'_, Gemm, GemmInputs>) -> Made {
+        self.need("libcublasLt")?;
+        gemm::prepare(gpu, u.p, u.solver, u.i, u.phases)
+    }
+
+    fn rng_library(&self) -> Result<(), UnitError> {
+        self.need("libcurand")
+    }
+
+    fn normals(&mut self, gpu: &Gpu, seed: u64) -> Result<Box<dyn Normals>, UnitError> {
+        Ok(Box::new(simple::Generator::new(gpu, seed)?))
+    }
+
+    fn graph_libraries(&self) -> Result<(), UnitError> {
+        self.need("libcudnn")?;
+        self.need("libcublasLt")
+    }
+
+    fn sequence(&mut self, gpu: &Gpu, p: &Graph) -> Result<Box<dyn Sequence<CudaRt>>, UnitError> {
+        Ok(Box::new(graph::Sequence::new(gpu, p)?))
     }
 }

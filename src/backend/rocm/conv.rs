@@ -3,16 +3,15 @@
 //! solver takes the miopenFindConvolution*Algorithm path that PyTorch uses, where seed 004's hangs
 //! happened.
 
+use super::DevMem;
 use super::DevRef;
-use super::hip::{DevMem, Ptr};
+use super::hip::Ptr;
 use super::miopen::{self, ConvAlgoPerf, ConvDesc, ConvSolution, Handle, MiopenRef, TensorDesc};
-use super::simple::DevTensor;
 use super::solvers::{self, Algo};
+use crate::backend::engine::{self, hip::HipRt};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
-use crate::tensor::HostData;
-use crate::timing::{Batch, Sample};
 use std::ffi::{c_int, c_void};
 use std::time::Instant;
 
@@ -304,12 +303,9 @@ pub struct ConvCall {
     ws_bytes: usize,
 }
 
-pub struct ConvRun {
-    dev: DevRef,
+/// A convolution unit's call: what MIOpen runs, and what the row says about it.
+struct ConvUnit {
     call: ConvCall,
-    a: DevTensor,
-    b: DevTensor,
-    out: DevTensor,
     algo: Option<Algo>,
     compile_s: Option<(f64, f64)>,
 }
@@ -357,25 +353,18 @@ pub fn prepare(
     d.compile(id)?;
     let warm = t.elapsed().as_secs_f64();
     phases.phase("alloc");
-    let (a, b, out) = buffers(dev, p, i)?;
-    let ws = (ws_bytes > 0)
-        .then(|| DevMem::alloc(&dev.hip, ws_bytes))
-        .transpose()?;
-    let algo = solvers::algo(id).or_else(|| algo_of(lib, id));
-    Ok(Box::new(ConvRun {
-        dev: dev.clone(),
+    let ops = buffers(dev, p, i)?;
+    let unit = ConvUnit {
         call: ConvCall {
             d,
             how: How::Immediate { id },
-            ws,
+            ws: dev.workspace(ws_bytes)?,
             ws_bytes,
         },
-        a,
-        b,
-        out,
-        algo,
+        algo: solvers::algo(id).or_else(|| algo_of(lib, id)),
         compile_s: Some((cold, warm)),
-    }))
+    };
+    Ok(engine::run::prepare(dev, unit, ops))
 }
 
 fn algo_of(lib: &MiopenRef, id: u64) -> Option<Algo> {
@@ -391,12 +380,8 @@ fn buffers(
     dev: &DevRef,
     p: &Conv2d,
     i: &ConvInputs,
-) -> Result<(DevTensor, DevTensor, DevTensor), UnitError> {
-    Ok((
-        DevTensor::upload(dev, &i.a)?,
-        DevTensor::upload(dev, &i.b)?,
-        DevTensor::zeros(dev, p.dtype, p.output_len())?,
-    ))
+) -> Result<engine::run::Operands<HipRt>, UnitError> {
+    engine::run::operands(dev, &i.a, &i.b, p.dtype, p.output_len())
 }
 
 /// The `find` solver (and `default`): miopenFind*Algorithm benchmarks every applicable
@@ -414,27 +399,22 @@ fn prepare_find(
     // Find benchmarks every applicable algorithm: give it the largest workspace any listed
     // solution asks for.
     let ws_bytes = listed.iter().map(|s| s.workspace_size).max().unwrap_or(0);
-    let ws = (ws_bytes > 0)
-        .then(|| DevMem::alloc(&dev.hip, ws_bytes))
-        .transpose()?;
+    let ws = dev.workspace(ws_bytes)?;
     let wsp = ws.as_ref().map_or(std::ptr::null_mut(), |w| w.ptr);
     phases.phase("compile");
     let bufs = (a.mem.ptr, b.mem.ptr, out.mem.ptr);
     let (best, found) = d.find(bufs, wsp, ws_bytes)?;
-    Ok(Box::new(ConvRun {
-        dev: dev.clone(),
+    let unit = ConvUnit {
         call: ConvCall {
             d,
             how: How::Found { algo: best.algo },
             ws,
             ws_bytes,
         },
-        a,
-        b,
-        out,
         algo: Algo::from_raw(best.algo),
         compile_s: Some((found, f64::NAN)),
-    }))
+    };
+    Ok(engine::run::prepare(dev, unit, (a, b, out)))
 }
 
 impl ConvCall {
@@ -452,9 +432,7 @@ impl ConvCall {
         Ok(ConvCall {
             d,
             how: How::Immediate { id },
-            ws: (ws_bytes > 0)
-                .then(|| DevMem::alloc(&dev.hip, ws_bytes))
-                .transpose()?,
+            ws: dev.workspace(ws_bytes)?,
             ws_bytes,
         })
     }
@@ -502,24 +480,9 @@ impl ConvCall {
     }
 }
 
-impl Prepared for ConvRun {
-    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let d = self.dev.clone();
-        let (pa, pb, po) = (
-            self.a.mem.ptr.cast_const(),
-            self.b.mem.ptr.cast_const(),
-            self.out.mem.ptr,
-        );
-        let call = &self.call;
-        d.timed(batch, || call.launch(pa, pb, po))
-    }
-
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
-    }
-
-    fn output(&mut self) -> Result<HostData, UnitError> {
-        self.out.download(&self.dev)
+impl engine::run::Call for ConvUnit {
+    fn launch(&mut self, a: Ptr, b: Ptr, out: Ptr) -> Result<(), UnitError> {
+        self.call.launch(a.cast_const(), b.cast_const(), out)
     }
 
     fn chosen(&self) -> String {
@@ -529,6 +492,7 @@ impl Prepared for ConvRun {
             How::Found { .. } => format!("miopen find: {algo}"),
         }
     }
+
     fn workspace_bytes(&self) -> u64 {
         self.call.ws_bytes as u64
     }

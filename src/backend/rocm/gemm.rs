@@ -3,16 +3,15 @@
 //! solver's prefix is the library, so `solver = ["hipblaslt", "rocblas"]` is the library axis.
 //! Row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T.
 
-use super::hip::DevMem;
+use super::DevMem;
+use super::hip::Ptr;
 use super::hipblaslt::{self as lt, HeuristicResult, HipblasltRef, Obj};
 use super::rocblas::{self as rb, RocblasRef};
-use super::simple::DevTensor;
 use super::{DevRef, Lib, need};
+use crate::backend::engine;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
-use crate::tensor::HostData;
-use crate::timing::{Batch, Sample};
 use std::ffi::{c_int, c_void};
 
 /// Solver names for validation (`hipblaslt#...` is accepted by pattern).
@@ -167,19 +166,6 @@ enum Call {
     Rocblas { lib: RocblasRef, handle: rb::Handle },
 }
 
-pub struct GemmRun {
-    dev: DevRef,
-    call: Call,
-    p: Gemm,
-    a: DevTensor,
-    b: DevTensor,
-    c: DevTensor,
-    ws: Option<DevMem>,
-    /// Copies of (a, b) that consecutive calls use in turn (`rotate_inputs`), and the next one.
-    rotating: Vec<(DevTensor, DevTensor)>,
-    next: usize,
-}
-
 pub fn prepare(
     dev: &DevRef,
     lt_lib: &Lib<HipblasltRef>,
@@ -191,40 +177,24 @@ pub fn prepare(
 ) -> Result<Box<dyn Prepared>, UnitError> {
     // `default` is what PyTorch does: hipBLASLt's first pick where it has one, else rocBLAS
     // (RDNA1/RDNA2 have no hipBLASLt kernels). The health probe runs it on every card.
-    if solver == "default" {
-        let call = GemmCall::new(dev, lt_lib, rb_lib, p)?;
-        phases.phase("alloc");
-        return Ok(Box::new(GemmRun {
-            dev: dev.clone(),
-            call: call.call,
-            p: p.clone(),
-            a: DevTensor::upload(dev, &i.a)?,
-            b: DevTensor::upload(dev, &i.b)?,
-            c: DevTensor::zeros(dev, p.out_dtype, p.output_len())?,
-            ws: call.ws,
-            rotating: Vec::new(),
-            next: 0,
-        }));
-    }
-    let (call, ws_bytes) = if solver == "rocblas" {
-        rocblas_call(dev, rb_lib, p)?
+    let call = if solver == "default" {
+        GemmCall::new(dev, lt_lib, rb_lib, p)?
     } else {
-        hipblaslt_call(lt_lib, p, solver)?
+        let (call, ws_bytes) = if solver == "rocblas" {
+            rocblas_call(dev, rb_lib, p)?
+        } else {
+            hipblaslt_call(lt_lib, p, solver)?
+        };
+        GemmCall {
+            dev: dev.clone(),
+            call,
+            p: p.clone(),
+            ws: dev.workspace(ws_bytes)?,
+        }
     };
     phases.phase("alloc");
-    Ok(Box::new(GemmRun {
-        dev: dev.clone(),
-        call,
-        p: p.clone(),
-        a: DevTensor::upload(dev, &i.a)?,
-        b: DevTensor::upload(dev, &i.b)?,
-        c: DevTensor::zeros(dev, p.out_dtype, p.output_len())?,
-        ws: (ws_bytes > 0)
-            .then(|| DevMem::alloc(&dev.hip, ws_bytes))
-            .transpose()?,
-        rotating: Vec::new(),
-        next: 0,
-    }))
+    let ops = engine::run::operands(dev, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    Ok(engine::run::prepare(dev, call, ops))
 }
 
 /// The `rocblas` solver: a rocBLAS handle on the device's stream (no workspace).
@@ -420,8 +390,10 @@ fn launch_rocblas(
     lib.check(rc, "rocblas_gemm_strided_batched_ex")
 }
 
-/// A configured GEMM for the graph op: the solver's library and algorithm, any operands.
+/// A configured GEMM: the solver's library and algorithm, and its workspace; launchable on any
+/// operands (the graph op's too).
 pub struct GemmCall {
+    dev: DevRef,
     call: Call,
     p: Gemm,
     ws: Option<DevMem>,
@@ -452,60 +424,26 @@ impl GemmCall {
             }
         };
         Ok(GemmCall {
+            dev: dev.clone(),
             call,
             p: p.clone(),
-            ws: (ws_bytes > 0)
-                .then(|| DevMem::alloc(&dev.hip, ws_bytes))
-                .transpose()?,
+            ws: dev.workspace(ws_bytes)?,
         })
-    }
-
-    pub fn launch(
-        &self,
-        dev: &DevRef,
-        pa: *const c_void,
-        pb: *const c_void,
-        pc: *mut c_void,
-    ) -> Result<(), UnitError> {
-        launch(dev, &self.call, &self.p, pa, pb, pc, self.ws.as_ref())
     }
 }
 
-impl Prepared for GemmRun {
-    fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let d = self.dev.clone();
-        let pc = self.c.mem.ptr;
-        let mut sets = vec![(self.a.mem.ptr.cast_const(), self.b.mem.ptr.cast_const())];
-        sets.extend(
-            self.rotating
-                .iter()
-                .map(|(a, b)| (a.mem.ptr.cast_const(), b.mem.ptr.cast_const())),
-        );
-        let mut next = self.next;
-        let (call, p, ws) = (&self.call, &self.p, self.ws.as_ref());
-        let t = d.timed(batch, || {
-            let (pa, pb) = sets[next % sets.len()];
-            next += 1;
-            launch(&d, call, p, pa, pb, pc, ws)
-        });
-        self.next = next;
-        t
-    }
-
-    fn rotate_inputs(&mut self, bytes: u64) -> Result<(), UnitError> {
-        let (ha, hb) = (self.a.download(&self.dev)?, self.b.download(&self.dev)?);
-        let set = (ha.as_bytes().len() + hb.as_bytes().len()) as u64;
-        for _ in 1..crate::timing::rotating_sets(bytes, set) {
-            self.rotating.push((
-                DevTensor::upload(&self.dev, &ha)?,
-                DevTensor::upload(&self.dev, &hb)?,
-            ));
-        }
-        Ok(())
-    }
-
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+impl engine::run::Call for GemmCall {
+    fn launch(&mut self, a: Ptr, b: Ptr, c: Ptr) -> Result<(), UnitError> {
+        let (dev, call, p) = (&self.dev, &self.call, &self.p);
+        launch(
+            dev,
+            call,
+            p,
+            a.cast_const(),
+            b.cast_const(),
+            c,
+            self.ws.as_ref(),
+        )
     }
 
     fn chosen(&self) -> String {
@@ -513,9 +451,6 @@ impl Prepared for GemmRun {
             Call::Lt { algo, .. } => format!("hipblaslt solution index={}", algo.algo.index()),
             Call::Rocblas { .. } => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
         }
-    }
-    fn output(&mut self) -> Result<HostData, UnitError> {
-        self.c.download(&self.dev)
     }
 
     fn workspace_bytes(&self) -> u64 {

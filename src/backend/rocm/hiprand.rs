@@ -109,3 +109,14 @@ impl Drop for Generator {
         unsafe { (self.lib.api.hiprandDestroyGenerator)(self.raw) };
     }
 }
+
+impl crate::backend::engine::probes::Normals for Generator {
+    fn generate(&mut self, out: Ptr, n: usize, mean: f32, std: f32) -> Result<(), UnitError> {
+        let lib = &self.lib;
+        // SAFETY: `out` holds n f32 values, n even (the engine's contract).
+        lib.check(
+            unsafe { (lib.api.hiprandGenerateNormal)(self.raw, out.cast(), n, mean, std) },
+            "hiprandGenerateNormal",
+        )
+    }
+}

@@ -5,11 +5,12 @@
 //! A missing library disables only the ops that need it, with a message saying what was looked
 //! for where.
 //!
-//! No AMD GPU exists on any machine of this project: this code is exercised through the fake
-//! ROCm library (tests/fake-rocm, same dlopen path) and Debian's real HIP 5.2 runtime.
+//! What is not ROCm-specific (memory, timing, kernels, graphs, the probes, the `Backend` itself)
+//! is the GPU engine's (backend::engine), which the CUDA backend runs on an H100 over the same
+//! code. No AMD GPU exists on any machine of this project: this code is exercised through the
+//! fake ROCm library (tests/fake-rocm, same dlopen path) and Debian's real HIP 5.2 runtime.
 
-mod blocker;
-mod code_object;
+pub(crate) mod code_object;
 mod conv;
 pub mod devfiles;
 pub mod discover;
@@ -18,22 +19,27 @@ mod graph;
 pub mod hip;
 mod hipblaslt;
 mod hiprand;
-mod hiprtc;
+pub(crate) mod hiprtc;
 mod kdb;
-mod kernels;
 pub mod loader;
 mod mapped;
 mod miopen;
 pub mod provenance;
 mod rocblas;
-mod simple;
 mod smi;
 pub mod solvers;
 pub mod tree;
 
-use super::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
-use crate::op::{Inputs, OpKind, Problem};
-use hip::{Hip, HipRef, Stream};
+use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
+use super::engine::graph::Sequence;
+use super::engine::probes::Normals;
+use super::engine::{self, hip::HipRt};
+use super::{BackendInfo, UnitError};
+use crate::op::conv2d::{Conv2d, ConvInputs};
+use crate::op::gemm::{Gemm, GemmInputs};
+use crate::op::graph::Graph;
+use crate::op::{OpKind, Problem};
+use hip::{Hip, Stream};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -58,49 +64,11 @@ pub fn accepts_solver(op: OpKind, s: &str) -> bool {
             .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The device and the one stream all work goes to, and what its launch-free timer needs.
-pub struct Dev {
-    pub hip: HipRef,
-    pub stream: Stream,
-    rtc: Option<Arc<hiprtc::Hiprtc>>,
-    /// hipRTC's `--offload-arch` (empty: the current device's).
-    arch: String,
-    blocker: std::cell::RefCell<Option<Result<blocker::Blocker, UnitError>>>,
-    /// The cold-sample flush buffer (`flush_cache`), made on first use.
-    flush: std::cell::RefCell<Option<hip::DevMem>>,
-}
-
-/// The default flush when a sweep sets no `flush_mib`: past MI300's 256 MiB Infinity Cache (HIP
-/// has no attribute for its size) and past twice the L2.
-const DEFAULT_FLUSH_BYTES: usize = 512 << 20;
-
-impl Dev {
-    /// Writes `bytes` (0: the default above) of device memory before a cold sample, evicting the
-    /// working set from L2 and the Infinity Cache, and waits for it.
-    pub fn flush_cache(&self, bytes: u64) {
-        let want = if bytes > 0 {
-            bytes as usize
-        } else {
-            let mut l2: std::ffi::c_int = 0;
-            // SAFETY: out-pointer to a live int; device 0 is the worker's device.
-            let rc = unsafe { (self.hip.api.hipDeviceGetAttribute)(&mut l2, 19, 0) };
-            let l2 = if rc == 0 { l2.max(0) as usize } else { 0 };
-            DEFAULT_FLUSH_BYTES.max(2 * l2)
-        };
-        let mut slot = self.flush.borrow_mut();
-        if slot.as_ref().is_none_or(|m| m.bytes < want) {
-            *slot = None;
-            *slot = hip::DevMem::alloc(&self.hip, want).ok();
-        }
-        if let Some(m) = slot.as_ref() {
-            // SAFETY: the buffer holds m.bytes bytes; the stream is live.
-            let _ = unsafe { (self.hip.api.hipMemsetAsync)(m.ptr, 0, m.bytes, self.stream.raw) };
-            let _ = self.stream.sync();
-        }
-    }
-}
-
-pub type DevRef = std::rc::Rc<Dev>;
+/// The device: the engine over the HIP runtime and its one stream.
+pub type Dev = engine::Device<HipRt>;
+pub type DevRef = engine::Dev<HipRt>;
+pub type DevMem = engine::mem::DevMem<HipRt>;
+pub type Kernels = engine::kernels::Kernels<HipRt>;
 
 /// A library that loaded, or the message saying why not.
 pub(crate) type Lib<T> = Result<T, String>;
@@ -140,11 +108,12 @@ fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
     })
 }
 
-pub struct RocmBackend {
-    dev: DevRef,
+/// The ROCm backend: the engine over HIP with ROCm's libraries.
+pub type RocmBackend = GpuBackend<Rocm>;
+
+/// ROCm's libraries over the engine's device (the vendor half of the ROCm backend).
+pub struct Rocm {
     libs: Libs,
-    info: BackendInfo,
-    kernels: Option<kernels::Kernels>,
     /// Clock and temperature readings, or why there are none.
     smi: Result<smi::Smi, String>,
     /// Set when the process maps ROCm files from more than one tree: every unit is an error.
@@ -342,9 +311,10 @@ pub enum CompileCheckError {
 pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
     let hip = Hip::load().map_err(CompileCheckError::Missing)?;
     let rtc = hiprtc::Hiprtc::load(&hip).map_err(CompileCheckError::Missing)?;
-    let (_, checked) = kernels::compile_checked(&rtc, arch)
-        .map_err(|e| CompileCheckError::Failed(e.to_string()))?;
-    blocker::compile_checked(&rtc, arch).map_err(|e| CompileCheckError::Failed(e.to_string()))?;
+    let failed = |e: UnitError| CompileCheckError::Failed(e.to_string());
+    let (_, checked) =
+        engine::hip::compile_checked(&rtc, arch, &engine::kernels::program()).map_err(failed)?;
+    engine::hip::compile_checked(&rtc, arch, &engine::timer::program()).map_err(failed)?;
     let (a, b, c) = hip.version;
     Ok(format!(
         "{} bytes, {} kernels + the timing kernel, bf16 path {}, hipRTC of HIP {a}.{b}.{c} ({})",
@@ -357,6 +327,13 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
 
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
+        let (rocm, dev, info) = Rocm::open()?;
+        Ok(GpuBackend::new(rocm, dev, info))
+    }
+}
+
+impl Rocm {
+    fn open() -> Result<(Rocm, DevRef, BackendInfo), String> {
         let hip = Hip::load()?;
         let count = init_device(&hip)?;
         // SAFETY: device 0 exists (count > 0).
@@ -391,161 +368,94 @@ impl RocmBackend {
         );
         // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
         let mix = provenance::record_check(&mut info);
-        Ok(RocmBackend {
-            dev: std::rc::Rc::new(Dev {
-                hip,
-                stream,
-                rtc: libs.hiprtc.as_ref().ok().cloned(),
-                arch,
-                blocker: Default::default(),
-                flush: Default::default(),
-            }),
-            libs,
-            info,
-            kernels: None,
-            smi,
-            mix,
-        })
+        let dev = Dev::new(HipRt {
+            hip,
+            stream,
+            rtc: libs.hiprtc.as_ref().ok().cloned(),
+            arch,
+        });
+        Ok((Rocm { libs, smi, mix }, dev, info))
     }
 
-    fn kernels(&mut self) -> Result<kernels::Kernels, UnitError> {
-        if self.kernels.is_none() {
-            let rtc = need(&self.libs.hiprtc, "hiprtc")?;
-            self.kernels = Some(kernels::Kernels::compile(&self.dev, &rtc, &self.dev.arch)?);
-        }
-        self.kernels
-            .clone()
-            .ok_or_else(|| UnitError::Unsupported("kernels did not compile".into()))
+    fn miopen(&self) -> Result<miopen::MiopenRef, UnitError> {
+        need(&self.libs.miopen, "miopen")
     }
 }
 
-impl Backend for RocmBackend {
-    fn name(&self) -> &'static str {
-        "rocm"
-    }
+impl Vendor for Rocm {
+    type Rt = HipRt;
+    const NAME: &'static str = "rocm";
+    const REFERENCE: &'static str = "gpu-direct-f64 (kernels/conv_ref.cu via hipRTC)";
+    // hipRAND's f32 normals run where hipRTC did not load.
+    const F32_NORMALS_NEED_KERNELS: bool = false;
 
     fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
         self.smi.as_ref().map(|s| s.read()).unwrap_or_default()
     }
 
-    fn info(&self) -> BackendInfo {
-        self.info.clone()
-    }
-
-    fn solvers(&self, problem: &Problem) -> Vec<String> {
+    fn library_solvers(&self, dev: &DevRef, problem: &Problem) -> Option<Vec<String>> {
+        let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
         match problem {
-            Problem::Conv2d(p) => match need(&self.libs.miopen, "miopen") {
-                Ok(m) => conv::enumerate(&self.dev, &m, p)
+            Problem::Conv2d(p) => Some(
+                self.miopen()
+                    .and_then(|m| conv::enumerate(dev, &m, p))
                     .unwrap_or_else(|_| vec![solvers::FIND.to_string()]),
-                Err(_) => vec![solvers::FIND.to_string()],
-            },
-            Problem::Gemm(p) => {
-                gemm::enumerate(&self.dev, &self.libs.hipblaslt, &self.libs.rocblas, p)
-            }
-            other => solver_names(other.kind())
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            ),
+            Problem::Gemm(p) => Some(gemm::enumerate(dev, lt, rb, p)),
+            _ => None,
         }
     }
 
-    fn prepare(
-        &mut self,
-        problem: &Problem,
-        solver: &str,
-        inputs: &Inputs,
-        phases: &mut dyn PhaseSink,
-    ) -> Result<Box<dyn Prepared>, UnitError> {
-        if let Some(why) = &self.mix {
-            return Err(UnitError::Library {
+    fn names(op: OpKind) -> Vec<&'static str> {
+        solver_names(op)
+    }
+
+    fn usable(&self) -> Result<(), UnitError> {
+        match &self.mix {
+            Some(why) => Err(UnitError::Library {
                 library: "rocm".into(),
                 code: "MIXED_ROCM_TREES".into(),
                 message: why.clone(),
-            });
-        }
-        let mismatch = || UnitError::Library {
-            library: "rocsweep".into(),
-            code: "INPUT_MISMATCH".into(),
-            message: "inputs do not belong to this problem".into(),
-        };
-        match (problem, inputs) {
-            (Problem::Conv2d(p), Inputs::Conv2d(i)) => {
-                let m = need(&self.libs.miopen, "miopen")?;
-                conv::prepare(&self.dev, &m, p, solver, i, phases)
-            }
-            (Problem::Gemm(p), Inputs::Gemm(i)) => gemm::prepare(
-                &self.dev,
-                &self.libs.hipblaslt,
-                &self.libs.rocblas,
-                p,
-                solver,
-                i,
-                phases,
-            ),
-            (Problem::Rng(p), Inputs::Rng { seed }) => {
-                let r = need(&self.libs.hiprand, "hiprand")?;
-                let k = match p.dtype {
-                    crate::dtype::DType::F32 => None,
-                    _ => Some(self.kernels()?),
-                };
-                simple::prepare_rng(&self.dev, &r, k, p, *seed, phases)
-            }
-            (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
-                crate::op::copy::MMAP_TORCH_ONLY.into(),
-            )),
-            (Problem::Copy(p), Inputs::Copy(src)) => {
-                simple::prepare_copy(&self.dev, p, src, phases)
-            }
-            (Problem::Cast(p), Inputs::Cast(src)) => {
-                phases.phase("compile");
-                let k = self.kernels()?;
-                simple::prepare_cast(&self.dev, k, p, src, phases)
-            }
-            (Problem::Graph(p), Inputs::Graph(i)) => {
-                let m = need(&self.libs.miopen, "miopen")?;
-                phases.phase("compile");
-                let k = self.kernels()?;
-                graph::prepare(
-                    &self.dev,
-                    &m,
-                    &self.libs.hipblaslt,
-                    &self.libs.rocblas,
-                    k,
-                    p,
-                    solver,
-                    i,
-                    phases,
-                )
-            }
-            _ => Err(mismatch()),
+            }),
+            None => Ok(()),
         }
     }
 
-    fn device_reference(
-        &mut self,
-        problem: &Problem,
-        inputs: &Inputs,
-    ) -> Option<Result<(crate::verify::Reference, String), UnitError>> {
-        let (Problem::Conv2d(p), Inputs::Conv2d(i)) = (problem, inputs) else {
-            return None;
-        };
-        if p.direction != crate::op::conv2d::Direction::Fwd {
-            return None;
-        }
-        let dev = self.dev.clone();
-        let run = |k: kernels::Kernels| -> Result<(crate::verify::Reference, String), UnitError> {
-            let v = k.conv_fwd_ref(&dev, p, &i.a, &i.b)?;
-            Ok((
-                crate::verify::Reference::Values(v),
-                "gpu-direct-f64 (kernels/conv_ref.cu via hipRTC)".into(),
-            ))
-        };
-        Some(self.kernels().and_then(run))
+    fn compiler(&self) -> Result<(), UnitError> {
+        need(&self.libs.hiprtc, "hiprtc").map(|_| ())
     }
 
-    fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
-        let k = self.kernels()?;
-        k.spin_forever(&self.dev)
+    fn conv(&mut self, dev: &DevRef, u: Unit<'_, Conv2d, ConvInputs>) -> Made {
+        conv::prepare(dev, &self.miopen()?, u.p, u.solver, u.i, u.phases)
+    }
+
+    fn gemm(&mut self, dev: &DevRef, u: Unit<'_, Gemm, GemmInputs>) -> Made {
+        let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
+        gemm::prepare(dev, lt, rb, u.p, u.solver, u.i, u.phases)
+    }
+
+    fn rng_library(&self) -> Result<(), UnitError> {
+        need(&self.libs.hiprand, "hiprand").map(|_| ())
+    }
+
+    fn normals(&mut self, dev: &DevRef, seed: u64) -> Result<Box<dyn Normals>, UnitError> {
+        let r = need(&self.libs.hiprand, "hiprand")?;
+        Ok(Box::new(hiprand::Generator::new(&r, seed, dev.stream.raw)?))
+    }
+
+    fn graph_libraries(&self) -> Result<(), UnitError> {
+        self.miopen().map(|_| ())
+    }
+
+    fn sequence(&mut self, dev: &DevRef, p: &Graph) -> Result<Box<dyn Sequence<HipRt>>, UnitError> {
+        let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
+        Ok(Box::new(graph::Sequence::new(
+            dev,
+            &self.miopen()?,
+            lt,
+            rb,
+            p,
+        )?))
     }
 }
 

@@ -20,8 +20,7 @@ mod descriptor;
 mod graph;
 mod select;
 
-use super::blocker::timed;
-use super::buffers::{DevBuf, Gpu, workspace, ws_ptr};
+use super::buffers::{Addr, DevBuf, Gpu, Workspace, ws_ptr};
 use super::conv::TRANSFORM_ERROR_FACTOR;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 
@@ -29,7 +28,6 @@ use crate::op::conv2d::{Conv2d, ConvInputs};
 use crate::tensor::HostData;
 use crate::timing::{Batch, Sample};
 use cudarc::cudnn::sys as s;
-use cudarc::driver::CudaSlice;
 use descriptor::{Desc, check};
 use graph::{OpGraph, operand_uids};
 use select::{Candidate, EngineConfig, excluded, is_transform, limits, select};
@@ -233,7 +231,7 @@ pub struct EngineRun {
     vpack: Desc,
     plan: Plan,
     // The variant pack holds these buffers' addresses; they live as long as it does.
-    _ws: Option<CudaSlice<u8>>,
+    _ws: Workspace,
     _a: DevBuf,
     _b: DevBuf,
     out: DevBuf,
@@ -253,16 +251,16 @@ pub fn prepare(
     let config = resolve(&graph, solver)?;
     let plan = plan(&graph, &config)?;
     phases.phase("alloc");
-    let a = DevBuf::upload(gpu, &i.a)?;
-    let b = DevBuf::upload(gpu, &i.b)?;
-    let mut out = DevBuf::zeros(gpu, p.dtype, p.output_len())?;
-    let mut ws = workspace(gpu, plan.ws_bytes)?;
+    let a = gpu.upload(&i.a)?;
+    let b = gpu.upload(&i.b)?;
+    let out = gpu.zeros(p.dtype, p.output_len())?;
+    let ws = gpu.workspace(plan.ws_bytes)?;
     let ptrs: [*mut c_void; 3] = [
-        a.ptr(gpu) as *mut c_void,
-        b.ptr(gpu) as *mut c_void,
-        out.ptr_mut(gpu) as *mut c_void,
+        a.addr() as *mut c_void,
+        b.addr() as *mut c_void,
+        out.addr() as *mut c_void,
     ];
-    let ws_p = ws_ptr(gpu, &mut ws) as *mut c_void;
+    let ws_p = ws_ptr(&ws);
     let vpack = Desc::new(D::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
     vpack.set_i64(
         A::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
@@ -314,10 +312,10 @@ impl EngineRun {
 impl Prepared for EngineRun {
     fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
         let g = self.gpu.clone();
-        timed(&g, batch, || self.execute())
+        g.timed(batch, || self.execute())
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
-        self.out.download(&self.gpu)
+        self.out.download()
     }
     fn chosen(&self) -> String {
         format!("cudnn {}", self.config)

@@ -1,9 +1,11 @@
-//! hipRAND normals, hipMemcpy copies (pageable and pinned) and casts through the hipRTC kernels.
+//! The probes written once: normals from the vendor's generator (cast through the engine's
+//! kernel for f16/bf16), copies (pageable and pinned, each direction) and casts through the
+//! engine's kernels.
 
-use super::DevRef;
-use super::hip::{DevMem, MEMCPY_D2D, MEMCPY_D2H, MEMCPY_H2D, PinnedMem};
-use super::hiprand::{Generator, HiprandRef};
 use super::kernels::Kernels;
+use super::mem::{DevMem, Pinned, Tensor};
+use super::runtime::{CopyKind, Ptr, Runtime};
+use super::{Dev, Device};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::cast::Cast;
@@ -11,78 +13,49 @@ use crate::op::copy::{Copy, CopyDir};
 use crate::op::rng::Rng;
 use crate::tensor::HostData;
 use crate::timing::{Batch, Sample};
+use std::rc::Rc;
 
-/// A device tensor: memory plus its element type and length.
-pub struct DevTensor {
-    pub mem: DevMem,
-    pub dtype: DType,
-    pub len: usize,
+/// The vendor's normal generator (cuRAND, hipRAND), seeded and bound to the runtime's stream.
+pub trait Normals {
+    /// Queues `n` (even) f32 normals into `out`.
+    fn generate(&mut self, out: Ptr, n: usize, mean: f32, std: f32) -> Result<(), UnitError>;
 }
 
-impl DevTensor {
-    pub fn upload(dev: &DevRef, h: &HostData) -> Result<DevTensor, UnitError> {
-        Ok(DevTensor {
-            mem: DevMem::upload(&dev.hip, &h.as_bytes())?,
-            dtype: h.dtype(),
-            len: h.len(),
-        })
-    }
-
-    pub fn zeros(dev: &DevRef, dtype: DType, len: usize) -> Result<DevTensor, UnitError> {
-        Ok(DevTensor {
-            mem: DevMem::zeroed(&dev.hip, len * dtype.size())?,
-            dtype,
-            len,
-        })
-    }
-
-    pub fn download(&self, dev: &DevRef) -> Result<HostData, UnitError> {
-        dev.stream.sync()?;
-        Ok(HostData::from_le_bytes(
-            self.dtype,
-            &self.mem.read()?,
-            self.len,
-        ))
-    }
-}
-
-pub struct RngRun {
-    dev: DevRef,
-    gen_: Generator,
-    lib: HiprandRef,
-    k: Option<Kernels>,
-    /// f32 samples (hipRAND's normal generator needs an even count).
-    raw: DevTensor,
-    out: Option<DevTensor>,
+struct RngRun<R: Runtime, G> {
+    dev: Dev<R>,
+    gen_: G,
+    k: Option<Kernels<R>>,
+    /// f32 samples (the generators' normal call needs an even count).
+    raw: Tensor<R>,
+    out: Option<Tensor<R>>,
     p: Rng,
 }
 
-pub fn prepare_rng(
-    dev: &DevRef,
-    lib: &HiprandRef,
-    k: Option<Kernels>,
+/// The rng unit over `gen_`; `k` casts to f16/bf16 (without it only f32 runs).
+pub fn prepare_rng<R: Runtime, G: Normals + 'static>(
+    dev: &Dev<R>,
+    gen_: G,
+    k: Option<Kernels<R>>,
     p: &Rng,
-    seed: u64,
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
-    let gen_ = Generator::new(lib, seed, dev.stream.raw)?;
     phases.phase("alloc");
     let even = p.count.div_ceil(2) * 2;
-    let raw = DevTensor::zeros(dev, DType::F32, even)?;
+    let raw = dev.zeros(DType::F32, even)?;
     let out = match (p.dtype, &k) {
         (DType::F32, _) => None,
-        (d, Some(_)) => Some(DevTensor::zeros(dev, d, p.count)?),
+        (d, Some(_)) => Some(dev.zeros(d, p.count)?),
         (d, None) => {
             return Err(UnitError::Unsupported(format!(
-                "{} normals need the cast kernels (hipRTC), which are not available",
-                d.name()
+                "{} normals need the cast kernels ({}), which are not available",
+                d.name(),
+                R::COMPILER
             )));
         }
     };
     Ok(Box::new(RngRun {
         dev: dev.clone(),
         gen_,
-        lib: lib.clone(),
         k,
         raw,
         out,
@@ -90,25 +63,20 @@ pub fn prepare_rng(
     }))
 }
 
-impl Prepared for RngRun {
+impl<R: Runtime, G: Normals> Prepared for RngRun<R, G> {
     fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let d = self.dev.clone();
-        let (n, ptr) = (self.raw.len, self.raw.mem.ptr);
+        let d: &Device<R> = &self.dev;
+        let (n, ptr) = (self.raw.len, self.raw.ptr());
         let (mean, std) = (self.p.mean as f32, self.p.std as f32);
-        let (lib, g) = (&self.lib, self.gen_.raw);
         let cast = match (&self.k, &self.out) {
-            (Some(k), Some(o)) => Some((k.clone(), o.mem.ptr, o.dtype)),
+            (Some(k), Some(o)) => Some((k, o.ptr(), o.dtype)),
             _ => None,
         };
-        let count = self.p.count;
+        let (count, gen_) = (self.p.count, &mut self.gen_);
         d.timed(batch, || {
-            // SAFETY: `ptr` holds n f32 values, n even.
-            lib.check(
-                unsafe { (lib.api.hiprandGenerateNormal)(g, ptr.cast(), n, mean, std) },
-                "hiprandGenerateNormal",
-            )?;
+            gen_.generate(ptr, n, mean, std)?;
             match &cast {
-                Some((k, o, dtype)) => k.cast(&d, DType::F32, *dtype, ptr, *o, count),
+                Some((k, o, dtype)) => k.cast(DType::F32, *dtype, ptr, *o, count),
                 None => Ok(()),
             }
         })
@@ -120,9 +88,9 @@ impl Prepared for RngRun {
 
     fn output(&mut self) -> Result<HostData, UnitError> {
         match &self.out {
-            Some(o) => o.download(&self.dev),
+            Some(o) => o.download(),
             None => {
-                let mut h = self.raw.download(&self.dev)?;
+                let mut h = self.raw.download()?;
                 h.truncate(self.p.count);
                 Ok(h)
             }
@@ -130,13 +98,13 @@ impl Prepared for RngRun {
     }
 }
 
-enum Host {
+enum Host<R: Runtime> {
     Pageable(Vec<u8>),
-    Pinned(PinnedMem),
+    Pinned(Pinned<R>),
 }
 
-impl Host {
-    fn ptr(&mut self) -> *mut std::ffi::c_void {
+impl<R: Runtime> Host<R> {
+    fn ptr(&mut self) -> Ptr {
         match self {
             Host::Pageable(v) => v.as_mut_ptr().cast(),
             Host::Pinned(p) => p.ptr,
@@ -151,17 +119,17 @@ impl Host {
     }
 }
 
-pub struct CopyRun {
-    dev: DevRef,
+struct CopyRun<R: Runtime> {
+    dev: Dev<R>,
     dir: CopyDir,
-    host: Host,
-    src: DevMem,
-    dst: DevMem,
+    host: Host<R>,
+    src: DevMem<R>,
+    dst: DevMem<R>,
     len: usize,
 }
 
-pub fn prepare_copy(
-    dev: &DevRef,
+pub fn prepare_copy<R: Runtime>(
+    dev: &Dev<R>,
     p: &Copy,
     src: &HostData,
     phases: &mut dyn PhaseSink,
@@ -174,8 +142,9 @@ pub fn prepare_copy(
     } else {
         vec![0u8; n]
     };
+    let rt: &Rc<R> = &dev.rt;
     let host = if p.pinned {
-        let mut h = PinnedMem::alloc(&dev.hip, n)?;
+        let mut h = Pinned::alloc(rt, n, false)?;
         h.as_mut_slice().copy_from_slice(&host_init);
         Host::Pinned(h)
     } else {
@@ -184,11 +153,11 @@ pub fn prepare_copy(
     // The device side is set up through pinned memory and checked (DevMem::upload), so only the
     // copy under test takes the path the case names.
     let srcm = if p.direction == CopyDir::H2d {
-        DevMem::zeroed(&dev.hip, n)?
+        DevMem::zeroed(rt, n)?
     } else {
-        DevMem::upload(&dev.hip, &data)?
+        DevMem::upload(rt, &data)?
     };
-    let dst = DevMem::zeroed(&dev.hip, n)?;
+    let dst = DevMem::zeroed(rt, n)?;
     Ok(Box::new(CopyRun {
         dev: dev.clone(),
         dir: p.direction,
@@ -199,40 +168,20 @@ pub fn prepare_copy(
     }))
 }
 
-impl Prepared for CopyRun {
+impl<R: Runtime> Prepared for CopyRun<R> {
     fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let d = self.dev.clone();
+        let d: &Device<R> = &self.dev;
         let n = self.src.bytes;
         let host = self.host.ptr();
         let (src, dst) = (self.src.ptr, self.dst.ptr);
-        let (to, from, kind, what) = match self.dir {
+        let (to, from, kind) = match self.dir {
             // H2D lands in `src` (the device buffer read back by output()).
-            CopyDir::H2d => (
-                src,
-                host.cast_const(),
-                MEMCPY_H2D,
-                "hipMemcpyAsync host to device",
-            ),
-            CopyDir::D2h => (
-                host,
-                src.cast_const(),
-                MEMCPY_D2H,
-                "hipMemcpyAsync device to host",
-            ),
-            CopyDir::D2d => (
-                dst,
-                src.cast_const(),
-                MEMCPY_D2D,
-                "hipMemcpyAsync device to device",
-            ),
+            CopyDir::H2d => (src, host.cast_const(), CopyKind::HostToDevice),
+            CopyDir::D2h => (host, src.cast_const(), CopyKind::DeviceToHost),
+            CopyDir::D2d => (dst, src.cast_const(), CopyKind::DeviceToDevice),
         };
-        let copy = || {
-            // SAFETY: both sides hold n bytes and live across the call and the sync below.
-            d.hip.check(
-                unsafe { (d.hip.api.hipMemcpyAsync)(to, from, n, kind, d.stream.raw) },
-                what,
-            )
-        };
+        // SAFETY: both sides hold n bytes and live across the call and the sync below.
+        let copy = || unsafe { d.copy_async(to, from, n, kind) };
         // A copy from or to pageable memory synchronizes with the host: it cannot wait behind the
         // launch-free timer's blocking kernel, so it is timed per call.
         let host_sync = matches!(self.host, Host::Pageable(_)) && self.dir != CopyDir::D2d;
@@ -241,7 +190,7 @@ impl Prepared for CopyRun {
         } else {
             d.timed(batch, copy)?
         };
-        d.stream.sync()?;
+        d.sync()?;
         Ok(t)
     }
 
@@ -253,7 +202,7 @@ impl Prepared for CopyRun {
         let bytes = match self.dir {
             CopyDir::H2d => self.src.read()?,
             CopyDir::D2h => {
-                self.dev.stream.sync()?;
+                self.dev.sync()?;
                 self.host.bytes().to_vec()
             }
             CopyDir::D2d => self.dst.read()?,
@@ -262,24 +211,24 @@ impl Prepared for CopyRun {
     }
 }
 
-pub struct CastRun {
-    dev: DevRef,
-    k: Kernels,
+struct CastRun<R: Runtime> {
+    dev: Dev<R>,
+    k: Kernels<R>,
     p: Cast,
-    input: DevTensor,
-    out: DevTensor,
+    input: Tensor<R>,
+    out: Tensor<R>,
 }
 
-pub fn prepare_cast(
-    dev: &DevRef,
-    k: Kernels,
+pub fn prepare_cast<R: Runtime>(
+    dev: &Dev<R>,
+    k: Kernels<R>,
     p: &Cast,
     src: &HostData,
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
     phases.phase("alloc");
-    let input = DevTensor::upload(dev, src)?;
-    let out = DevTensor::zeros(dev, p.to, src.len())?;
+    let input = dev.upload(src)?;
+    let out = dev.zeros(p.to, src.len())?;
     Ok(Box::new(CastRun {
         dev: dev.clone(),
         k,
@@ -289,13 +238,12 @@ pub fn prepare_cast(
     }))
 }
 
-impl Prepared for CastRun {
+impl<R: Runtime> Prepared for CastRun<R> {
     fn run(&mut self, batch: Batch) -> Result<Sample, UnitError> {
-        let d = self.dev.clone();
-        let (i, o) = (self.input.mem.ptr, self.out.mem.ptr);
+        let (i, o) = (self.input.ptr(), self.out.ptr());
         let (from, to, n) = (self.p.from, self.p.to, self.p.count);
         let k = &self.k;
-        d.timed(batch, || k.cast(&d, from, to, i, o, n))
+        self.dev.timed(batch, || k.cast(from, to, i, o, n))
     }
 
     fn flush_cache(&mut self, bytes: u64) {
@@ -303,6 +251,8 @@ impl Prepared for CastRun {
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {
-        self.out.download(&self.dev)
+        let mut h = self.out.download()?;
+        h.truncate(self.p.count);
+        Ok(h)
     }
 }

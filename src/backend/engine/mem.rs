@@ -1,0 +1,184 @@
+//! Memory the engine owns: device buffers, pinned host buffers and device tensors, each freed
+//! on drop through the runtime that made it.
+
+use super::runtime::{CopyKind, Ptr, Runtime};
+use crate::backend::UnitError;
+use crate::dtype::DType;
+use crate::tensor::HostData;
+use std::rc::Rc;
+
+/// Copies `bytes` bytes and waits for the copy.
+///
+/// # Safety
+/// Both sides hold `bytes` bytes.
+unsafe fn copy_now<R: Runtime>(
+    rt: &R,
+    dst: Ptr,
+    src: Ptr,
+    bytes: usize,
+    kind: CopyKind,
+) -> Result<(), UnitError> {
+    // SAFETY: the caller's contract; both sides live until the sync below returns.
+    unsafe { rt.copy_async(dst, src.cast_const(), bytes, kind) }?;
+    rt.sync()
+}
+
+/// Device memory freed on drop.
+pub struct DevMem<R: Runtime> {
+    rt: Rc<R>,
+    pub ptr: Ptr,
+    pub bytes: usize,
+}
+
+impl<R: Runtime> DevMem<R> {
+    /// `bytes` of device memory, not initialised; at least one byte: a library needs a real
+    /// pointer even for an empty tensor.
+    pub fn alloc(rt: &Rc<R>, bytes: usize) -> Result<DevMem<R>, UnitError> {
+        let ptr = rt.alloc(bytes.max(1))?;
+        Ok(DevMem {
+            rt: rt.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    /// Device memory set to zero, waited for.
+    pub fn zeroed(rt: &Rc<R>, bytes: usize) -> Result<DevMem<R>, UnitError> {
+        let m = DevMem::alloc(rt, bytes)?;
+        // SAFETY: the allocation holds at least `bytes` bytes.
+        unsafe { rt.memset_async(m.ptr, bytes.max(1)) }?;
+        rt.sync()?;
+        Ok(m)
+    }
+
+    /// Device memory holding `bytes`: staged through pinned host memory and read back to check
+    /// that it arrived. Inputs are set up this way so that a broken pageable copy path (seed 001)
+    /// shows in the copy probe that measures it, not as wrong results of every other op; a setup
+    /// copy that arrives changed is an error of its own, never silently wrong inputs.
+    pub fn upload(rt: &Rc<R>, bytes: &[u8]) -> Result<DevMem<R>, UnitError> {
+        let m = DevMem::alloc(rt, bytes.len())?;
+        let mut stage = Pinned::alloc(rt, bytes.len(), false)?;
+        stage.as_mut_slice().copy_from_slice(bytes);
+        let n = bytes.len();
+        // SAFETY: both sides hold n bytes.
+        unsafe { copy_now(&**rt, m.ptr, stage.ptr, n, CopyKind::HostToDevice) }?;
+        stage.as_mut_slice().fill(0);
+        // SAFETY: as above.
+        unsafe { copy_now(&**rt, stage.ptr, m.ptr, n, CopyKind::DeviceToHost) }?;
+        let back = stage.as_slice();
+        if back != bytes {
+            let differ = back.iter().zip(bytes).filter(|(a, b)| a != b).count();
+            let zeros = back.iter().all(|&b| b == 0);
+            return Err(UnitError::Library {
+                library: R::LIBRARY.into(),
+                code: "INPUT_UPLOAD_CORRUPTED".into(),
+                message: format!(
+                    "the inputs did not arrive on the device intact through pinned memory: {differ} of {} bytes differ{}",
+                    bytes.len(),
+                    if zeros { " (all zeros)" } else { "" }
+                ),
+            });
+        }
+        Ok(m)
+    }
+
+    /// The contents, once everything queued before has finished.
+    pub fn read(&self) -> Result<Vec<u8>, UnitError> {
+        self.rt.sync()?;
+        let mut v = vec![0u8; self.bytes];
+        let (to, n) = (v.as_mut_ptr().cast(), self.bytes);
+        // SAFETY: the vector holds exactly n bytes.
+        unsafe { copy_now(&*self.rt, to, self.ptr, n, CopyKind::DeviceToHost) }?;
+        Ok(v)
+    }
+
+    /// Queues a copy of the first `min(len)` bytes of `from` into this buffer.
+    pub fn copy_from(&self, from: &DevMem<R>) -> Result<(), UnitError> {
+        let n = self.bytes.min(from.bytes);
+        // SAFETY: both buffers hold at least n bytes and outlive the queued copy (the engine
+        // waits for the stream before it frees anything it copies).
+        unsafe {
+            self.rt
+                .copy_async(self.ptr, from.ptr.cast_const(), n, CopyKind::DeviceToDevice)
+        }
+    }
+}
+
+impl<R: Runtime> Drop for DevMem<R> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `alloc` and freed once.
+        unsafe { self.rt.free(self.ptr) };
+    }
+}
+
+/// Pinned (page-locked) host memory freed on drop.
+pub struct Pinned<R: Runtime> {
+    rt: Rc<R>,
+    pub ptr: Ptr,
+    pub bytes: usize,
+}
+
+impl<R: Runtime> Pinned<R> {
+    pub fn alloc(rt: &Rc<R>, bytes: usize, mapped: bool) -> Result<Pinned<R>, UnitError> {
+        let ptr = rt.alloc_host(bytes.max(1), mapped)?;
+        Ok(Pinned {
+            rt: rt.clone(),
+            ptr,
+            bytes,
+        })
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation holds at least `bytes` bytes and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.bytes) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u8>(), self.bytes) }
+    }
+}
+
+impl<R: Runtime> Drop for Pinned<R> {
+    fn drop(&mut self) {
+        // SAFETY: allocated by `alloc_host` and freed once.
+        unsafe { self.rt.free_host(self.ptr) };
+    }
+}
+
+/// A device tensor: memory plus its element type and length.
+pub struct Tensor<R: Runtime> {
+    pub mem: DevMem<R>,
+    pub dtype: DType,
+    pub len: usize,
+}
+
+impl<R: Runtime> Tensor<R> {
+    pub fn upload(rt: &Rc<R>, h: &HostData) -> Result<Tensor<R>, UnitError> {
+        Ok(Tensor {
+            mem: DevMem::upload(rt, &h.as_bytes())?,
+            dtype: h.dtype(),
+            len: h.len(),
+        })
+    }
+
+    pub fn zeros(rt: &Rc<R>, dtype: DType, len: usize) -> Result<Tensor<R>, UnitError> {
+        Ok(Tensor {
+            mem: DevMem::zeroed(rt, len * dtype.size())?,
+            dtype,
+            len,
+        })
+    }
+
+    pub fn ptr(&self) -> Ptr {
+        self.mem.ptr
+    }
+
+    pub fn download(&self) -> Result<HostData, UnitError> {
+        Ok(HostData::from_le_bytes(
+            self.dtype,
+            &self.mem.read()?,
+            self.len,
+        ))
+    }
+}
