@@ -295,27 +295,7 @@ impl Target {
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let groups = if envs.len() > 1 {
-            let checked =
-                super::slots::check_other_groups(&spec, &logs, &s.sweep, interrupts, envs);
-            if checked.is_err() {
-                for slot in &mut slots {
-                    slot.sup.shutdown();
-                }
-            }
-            checked?
-        } else {
-            Vec::new()
-        };
-        // Per backend, what its first worker said (the manifest's `backends`).
-        let mut others: Vec<BackendInfo> = Vec::new();
-        let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
-        for (b, _, i) in &groups {
-            if !seen.contains(b) {
-                seen.push(b.clone());
-                others.push(i.clone());
-            }
-        }
+        let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
         // The vendor library files the worker mapped get their soname and SHA-256 once per run.
         crate::backend::rocm::provenance::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
@@ -387,6 +367,39 @@ impl Target {
         self.lock = Some(setup::lock(&s.dir)?);
         Ok(())
     }
+}
+
+/// With several backends or ROCm trees: the first worker of each other (backend, tree) says
+/// whether it can run, before anything is published (the slots already started are shut down
+/// when one cannot). Every such group, and per backend after the first what its first worker
+/// said (the manifest's `backends`).
+fn check_groups(
+    s: &Setup,
+    spec: &WorkerSpec,
+    logs: &std::path::Path,
+    interrupts: &Arc<AtomicUsize>,
+    envs: &[Env],
+    slots: &mut [Slot],
+) -> Result<(Vec<super::slots::Group>, Vec<BackendInfo>), CmdError> {
+    if envs.len() < 2 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let checked = super::slots::check_other_groups(spec, logs, &s.sweep, interrupts, envs);
+    if checked.is_err() {
+        for slot in slots.iter_mut() {
+            slot.sup.shutdown();
+        }
+    }
+    let groups = checked?;
+    let mut others: Vec<BackendInfo> = Vec::new();
+    let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
+    for (b, _, i) in &groups {
+        if !seen.contains(b) {
+            seen.push(b.clone());
+            others.push(i.clone());
+        }
+    }
+    Ok((groups, others))
 }
 
 /// The run's started workers (one slot per device) and what their first handshake said.
