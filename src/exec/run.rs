@@ -78,7 +78,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
 
-    let mut target = Target::open(&s)?;
+    let mut target = open_target(&mut s, opts)?;
     let resumed = s.read_resume(opts)?;
     if let Some(r) = &resumed
         && finished_already(&s, opts, r)
@@ -133,6 +133,26 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         stopped,
         disagreements,
     })
+}
+
+/// Where the run writes. Without `--out` the name comes from the clock: a run started in the
+/// same second that published that name meanwhile leaves this one the next free name.
+fn open_target(s: &mut Setup, opts: &RunOptions) -> Result<Target, CmdError> {
+    let mut tries = 0;
+    loop {
+        match Target::open(s) {
+            Err(_)
+                if !s.resuming()
+                    && opts.out.is_none()
+                    && tries < 100
+                    && rundir::check_free(&s.dir).is_err() =>
+            {
+                tries += 1;
+                s.dir = rundir::fresh(&s.dir);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Counts the sweep's units. Counted before anything is written; Ctrl-C stops the count (a
