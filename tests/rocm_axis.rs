@@ -115,6 +115,15 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
         (b.clone(), "64".to_string(), "zeros".to_string()),
     ];
     assert_eq!(rows(&out), want);
+    // A resume finds a row for every unit of both trees.
+    let o = rocsweep(tmp.path(), &["run", "--resume", &of], &model);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing to do"));
     // The report has a panel per tree: its env labels name them.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains(&format!("rocm={b}")), "{summary}");

@@ -15,7 +15,8 @@
 //! NaN before it is verified, so the row says what the verifier says: `zeros`, `nonfinite` or
 //! `mismatch`; these two act only with PHASE `verify`); PHASE is enumerate, alloc, compile, run
 //! or verify. The first rule that matches wins. The unit's match target is its canonical text
-//! with `;solver=NAME;backend=NAME` appended.
+//! with `;solver=NAME;backend=NAME` appended (an enumeration's: the problem's parameters with
+//! `;backend=NAME`).
 //! Examples: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`; seed 004's RDNA1 table as
 //! `c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run`; one layer returning
 //! zeros: `backend=torch&m=64:zeros@verify`.

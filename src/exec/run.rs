@@ -78,7 +78,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
 
-    let mut target = Target::open(&s)?;
+    let mut target = open_target(&mut s, opts)?;
     let resumed = s.read_resume(opts)?;
     if let Some(r) = &resumed
         && finished_already(&s, opts, r)
@@ -133,6 +133,26 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         stopped,
         disagreements,
     })
+}
+
+/// Where the run writes. Without `--out` the name comes from the clock: a run started in the
+/// same second that published that name meanwhile leaves this one the next free name.
+fn open_target(s: &mut Setup, opts: &RunOptions) -> Result<Target, CmdError> {
+    let mut tries = 0;
+    loop {
+        match Target::open(s) {
+            Err(_)
+                if !s.resuming()
+                    && opts.out.is_none()
+                    && tries < 100
+                    && rundir::check_free(&s.dir).is_err() =>
+            {
+                tries += 1;
+                s.dir = rundir::fresh(&s.dir);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Counts the sweep's units. Counted before anything is written; Ctrl-C stops the count (a
@@ -295,27 +315,7 @@ impl Target {
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let groups = if envs.len() > 1 {
-            let checked =
-                super::slots::check_other_groups(&spec, &logs, &s.sweep, interrupts, envs);
-            if checked.is_err() {
-                for slot in &mut slots {
-                    slot.sup.shutdown();
-                }
-            }
-            checked?
-        } else {
-            Vec::new()
-        };
-        // Per backend, what its first worker said (the manifest's `backends`).
-        let mut others: Vec<BackendInfo> = Vec::new();
-        let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
-        for (b, _, i) in &groups {
-            if !seen.contains(b) {
-                seen.push(b.clone());
-                others.push(i.clone());
-            }
-        }
+        let (groups, mut others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
         // The vendor library files the workers mapped get their soname and SHA-256 once per run.
         super::libhash::complete(&mut info.libraries);
         for o in &mut others {
@@ -390,6 +390,39 @@ impl Target {
         self.lock = Some(setup::lock(&s.dir)?);
         Ok(())
     }
+}
+
+/// With several backends or ROCm trees: the first worker of each other (backend, tree) says
+/// whether it can run, before anything is published (the slots already started are shut down
+/// when one cannot). Every such group, and per backend after the first what its first worker
+/// said (the manifest's `backends`).
+fn check_groups(
+    s: &Setup,
+    spec: &WorkerSpec,
+    logs: &std::path::Path,
+    interrupts: &Arc<AtomicUsize>,
+    envs: &[Env],
+    slots: &mut [Slot],
+) -> Result<(Vec<super::slots::Group>, Vec<BackendInfo>), CmdError> {
+    if envs.len() < 2 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let checked = super::slots::check_other_groups(spec, logs, &s.sweep, interrupts, envs);
+    if checked.is_err() {
+        for slot in slots.iter_mut() {
+            slot.sup.shutdown();
+        }
+    }
+    let groups = checked?;
+    let mut others: Vec<BackendInfo> = Vec::new();
+    let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
+    for (b, _, i) in &groups {
+        if !seen.contains(b) {
+            seen.push(b.clone());
+            others.push(i.clone());
+        }
+    }
+    Ok((groups, others))
 }
 
 /// The run's started workers (one slot per device) and what their first handshake said.

@@ -312,7 +312,7 @@ impl Worker {
         if !self.faults.is_empty() {
             // Match enumerate faults against the problem's parameters as a case would.
             let text = serde_json::to_string(problem).unwrap_or_default();
-            let canonical = canonical_from_json(&text);
+            let canonical = format!("{};backend={}", canonical_from_json(&text), self.name);
             if let Some(a) = self.faults.action(&canonical, "enumerate") {
                 fault::trigger(a);
             }
