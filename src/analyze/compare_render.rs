@@ -125,6 +125,8 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
     s.push_str("\n## Per op and solver\n\n");
     s.push_str(&table(&per_op_solver(c), MD_ROWS));
     only_in_one(&mut s, c);
+    s.truncate(s.trim_end().len());
+    s.push('\n');
     s.push_str(&c.libraries);
     s
 }
