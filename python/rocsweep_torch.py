@@ -502,6 +502,11 @@ def graph(p, solver, blobs, d):
     op = Op(call, lambda o: b"".join(o.result))
     op.host_sync = True
     op.raw_output = True
+    # A captured graph reads and writes the addresses it was captured with: every tensor it
+    # touches must live as long as it does. `step` keeps static_x and static_y, but not mix and
+    # filt (only `seq` refers to them), and freed they would be handed to the next allocation,
+    # e.g. keep_outputs' clones, which the next replay would then read as weights.
+    op.hold = (mix, filt, acts, step, seq)
     return op
 
 
