@@ -233,9 +233,9 @@ fn copy(get: &dyn Fn(&str) -> String, solver: &str) -> String {
 fn graph(get: &dyn Fn(&str) -> String, solver: &str) -> String {
     let step = match solver {
         "torch-cudagraph" => {
-            "static_x = acts[0].clone()\ns = torch.cuda.Stream()\ns.wait_stream(torch.cuda.current_stream())\n\
-             with torch.cuda.stream(s):\n    for _ in range(2):\n        seq(static_x)\n\
-             torch.cuda.current_stream().wait_stream(s)\ng = torch.cuda.CUDAGraph()\n\
+            "static_x = acts[0].clone()\nside = torch.cuda.Stream()\nside.wait_stream(torch.cuda.current_stream())\n\
+             with torch.cuda.stream(side):\n    for _ in range(2):\n        seq(static_x)\n\
+             torch.cuda.current_stream().wait_stream(side)\ng = torch.cuda.CUDAGraph()\n\
              with torch.cuda.graph(g):\n    static_y = seq(static_x)\n\n\n\
              def step(x):\n    static_x.copy_(x)\n    g.replay()\n    return static_y.clone() if keep else static_y\n\n\n"
         }
@@ -378,6 +378,21 @@ mod tests {
             gr.contains("mode=\"reduce-overhead\"") && gr.contains("keep, dt = 4, 5, 3, True"),
             "{gr}"
         );
+        // The CUDA graph's side stream must not rebind `s`, the image size `seq` reads.
+        let cg = torch_script(
+            "graph",
+            &p(&[
+                ("channels", "4"),
+                ("size", "5"),
+                ("replays", "3"),
+                ("keep_outputs", "true"),
+                ("dtype", "f32"),
+            ]),
+            "torch-cudagraph",
+        )
+        .unwrap();
+        assert!(cg.contains("side = torch.cuda.Stream()"), "{cg}");
+        assert!(!cg.contains("\ns = "), "{cg}");
         assert!(torch_script("nosuch", &[], "x").is_none());
     }
 }
