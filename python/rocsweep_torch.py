@@ -415,7 +415,6 @@ def copy(p, solver, blobs, d):
 
     op = Op(call, lambda o: o.result)
     op.host_sync = host_sync and d.gpu
-    op.keep = locals().get("host")
     return op
 
 

@@ -216,13 +216,7 @@ pub fn compare(a: &RunData, b: &RunData) -> Comparison {
         units,
         floors: (floor_a, floor_b),
         weighted: weights.is_some(),
-        libraries: if a.dir == b.dir {
-            // Two trees of one run (RUN@A RUN@B): one manifest, whose libraries are its first
-            // worker's; each tree's own files are not recorded yet.
-            "\n## Library files\n\nBoth sides are ROCm trees of one run: its manifest lists the library files of its first worker only, so the two trees' files are not compared here.\n".to_string()
-        } else {
-            super::compare_libs::markdown(&a.manifest, &b.manifest)
-        },
+        libraries: super::compare_libs::section(a, b),
     }
 }
 

@@ -82,7 +82,19 @@ fn short(f: &LibraryFile) -> String {
     }
 }
 
-/// The compare page's section: a list of what differs, or a line saying nothing does.
+/// The compare page's section for two sides. Two trees of one run (RUN@A RUN@B) share one
+/// manifest, whose libraries are its first worker's: their files are not told apart.
+pub fn section(
+    a: &crate::results::rundata::RunData,
+    b: &crate::results::rundata::RunData,
+) -> String {
+    if a.dir == b.dir {
+        return "\n## Library files\n\nBoth sides are ROCm trees of one run: its manifest lists the library files of its first worker only, so the two trees' files are not compared here.\n".to_string();
+    }
+    markdown(&a.manifest, &b.manifest)
+}
+
+/// A list of what differs, or a line saying nothing does.
 pub fn markdown(a: &Manifest, b: &Manifest) -> String {
     markdown_of(&infos(a), &infos(b))
 }
