@@ -22,6 +22,7 @@ pub mod op;
 pub mod probe_trees;
 pub mod report;
 pub mod results;
+pub mod rocm_tree;
 pub mod selftest;
 // Sweep errors carry their source text and span for rendering; they are the cold path.
 #[allow(clippy::result_large_err)]

@@ -29,7 +29,7 @@ fn main() {
     }
     // Several trees are the run's to resolve (each its workers' own); one is every process's.
     if let [value] = cli.rocm.as_slice() {
-        use rocsweep::backend::rocm::discover;
+        use rocsweep::rocm_tree::discover;
         match discover::resolve_flag(value) {
             // Workers inherit it, so the backend they open uses the same tree.
             // SAFETY: set once at start-up, before any thread is spawned.

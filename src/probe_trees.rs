@@ -3,8 +3,9 @@
 //! never share a process), its device files, and which tree a run would use and why.
 
 use crate::backend::BackendInfo;
-use crate::backend::rocm::discover::{self, Found, Places, ROCM_ENV};
-use crate::backend::rocm::{devfiles, provenance};
+use crate::backend::rocm::provenance;
+use crate::rocm_tree::devfiles;
+use crate::rocm_tree::discover::{self, Found, Places, ROCM_ENV};
 use std::fmt::Write as _;
 
 /// The libraries whose versions each tree line shows, by their `versions` key.

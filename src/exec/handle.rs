@@ -157,7 +157,7 @@ impl WorkerHandle {
             cmd.env(var, dir);
         }
         if let Some(tree) = env.rocm {
-            cmd.env(crate::backend::rocm::discover::ROCM_ENV, tree);
+            cmd.env(crate::rocm_tree::discover::ROCM_ENV, tree);
         }
         for (k, v) in env.vars {
             cmd.env(k, v);

@@ -204,12 +204,7 @@ impl Setup {
             extra_env: self
                 .rocm_env
                 .iter()
-                .map(|p| {
-                    (
-                        crate::backend::rocm::discover::ROCM_ENV.to_string(),
-                        p.clone(),
-                    )
-                })
+                .map(|p| (crate::rocm_tree::discover::ROCM_ENV.to_string(), p.clone()))
                 .chain(self.torch_needs_gpu())
                 .collect(),
             cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
@@ -388,13 +383,13 @@ fn trees_of(
 }
 
 /// One tree as the sweep or `--rocm` names it: `~/` is the home directory, then it is found as
-/// `--rocm` finds a tree (`backend::rocm::discover::resolve_flag`).
+/// `--rocm` finds a tree (`rocm_tree::discover::resolve_flag`).
 fn resolve_tree(label: &str, source: &str) -> Result<RocmTree, CmdError> {
     let path = match (label.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(label),
     };
-    let path = crate::backend::rocm::discover::resolve_flag(&path)
+    let path = crate::rocm_tree::discover::resolve_flag(&path)
         .map_err(|why| CmdError::BadInput(format!("{source}: rocm `{label}`: {why}")))?;
     Ok(RocmTree {
         label: label.to_string(),

@@ -2,7 +2,7 @@
 //! library's table of raw symbols. Nothing here is linked at build time: one binary serves ROCm
 //! 5.7, 6.x and 7.x, and builds on a machine with no ROCm at all.
 
-use super::discover::{self, Choice};
+use crate::rocm_tree::discover::{self, Choice};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 

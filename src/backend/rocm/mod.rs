@@ -12,8 +12,6 @@
 
 pub(crate) mod code_object;
 mod conv;
-pub mod devfiles;
-pub mod discover;
 mod gemm;
 mod graph;
 pub mod hip;
@@ -22,13 +20,11 @@ mod hiprand;
 pub(crate) mod hiprtc;
 mod kdb;
 pub mod loader;
-mod mapped;
 mod miopen;
 pub mod provenance;
 mod rocblas;
 mod smi;
 pub mod solvers;
-pub mod tree;
 
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
 use super::engine::graph::Sequence;

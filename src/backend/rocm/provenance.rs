@@ -1,8 +1,9 @@
 //! What the worker says about where its ROCm came from: the tree it chose and why, and what the
 //! check of its own mapped files found (`probe`, the run's first line and the manifest).
 
-use super::{loader, mapped};
+use super::loader;
 use crate::backend::{BackendInfo, LibraryFile};
+use crate::rocm_tree::mapped;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
