@@ -3,6 +3,8 @@
 of the same sweep (or one run with both backends), as issue 29's search-superset check reads it.
 
 usage: layer_ratio.py LIBRARY_RUN [TORCH_RUN]
+       layer_ratio.py --each RUN [RUN...]   (runs with both layers each, pooled: the parts of one
+                                             sweep split over GPUs by scripts/device/split_sweep.py)
 
 ratio = torch's median / the library's best median (each a row's median over its trials):
 >= 1.00 means the fastest solver rocsweep tries is at least as fast as PyTorch's own pick;
@@ -28,8 +30,12 @@ def fnum(s):
 
 
 def main():
-    lib_rows = rows(sys.argv[1])
-    torch_rows = rows(sys.argv[2]) if len(sys.argv) > 2 else []
+    if sys.argv[1] == "--each":
+        lib_rows = [r for run in sys.argv[2:] for r in rows(run)]
+        torch_rows = []
+    else:
+        lib_rows = rows(sys.argv[1])
+        torch_rows = rows(sys.argv[2]) if len(sys.argv) > 2 else []
     if not torch_rows:
         torch_rows = [r for r in lib_rows if r["backend"] == "torch"]
         lib_rows = [r for r in lib_rows if r["backend"] != "torch"]
@@ -44,7 +50,7 @@ def main():
                 best[key] = (ms, r["solver"], fnum(r.get("trial_spread")) or 0.0, r)
     shapes = sorted({cid for (side, cid) in best if side == "lib"})
     lines, ratios, below, noise = [], [], 0, 0
-    sizes = ("m", "n", "k", "dtype", "compute", "c_in", "c_out", "h", "direction")
+    sizes = ("m", "n", "k", "dtype", "compute", "c_in", "c_out", "h", "kernel", "stride", "direction")
     for cid in shapes:
         if ("torch", cid) not in best:
             continue
@@ -63,7 +69,10 @@ def main():
         ratios.append(ratio)
         shape = " ".join(f"{k}={r[k]}" for k in sizes if r.get(k))
         lines.append(f"| {shape} | {lib_solver} {lib_ms:.4f} | {t_solver} {t_ms:.4f} | {ratio:.3f} | {spread:.3f} | {verdict} |")
-    print(f"# {sys.argv[1]} vs {sys.argv[2] if len(sys.argv) > 2 else 'its torch rows'}")
+    if sys.argv[1] == "--each":
+        print(f"# {' + '.join(sys.argv[2:])}, each run's library rows vs its torch rows")
+    else:
+        print(f"# {sys.argv[1]} vs {sys.argv[2] if len(sys.argv) > 2 else 'its torch rows'}")
     print("| shape | library best (ms) | torch (ms) | torch / library | trial spread | |")
     print("|---|---|---|---:|---:|---|")
     print("\n".join(lines))

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 29 point 6 over every shape of the committed GEMM and conv sweeps, both layers in one
+# run per GPU: each sweep is split by shape into one part per GPU (scripts/device/split_sweep.py),
+# and GPU i runs part i of each sweep named in SWEEPS, one after the other, over cuda + torch
+# (--trials 2), with CUDA_VISIBLE_DEVICES=i. A case's library rows and torch rows are in the same
+# run on the same GPU. Then the per-shape ratios of each sweep over all its parts
+# (scripts/layer_ratio.py --each). The binary travels xz-compressed as target/carry/split/rocsweep.xz.
+#   SWEEPS="h200-gemm h200-resnet50-conv" bash scripts/device/h100-layers-split.sh
+# CPU references above verify.max_reference_gflop=10 are left to the device reference (cuda)
+# or none (torch): the timings are what this measures, and 8192^3 references on the CPU would
+# take the whole command. Runs cut by the deadline keep what they finished (resume them later).
+set -u
+SWEEPS=${SWEEPS:-h200-gemm h200-conv h200-resnet50-conv}
+DEADLINE=${DEADLINE:-560}
+R="$OUT/split"
+mkdir -p "$R"
+python3 -c "import lzma;open('/tmp/rs','wb').write(lzma.open('target/carry/split/rocsweep.xz').read())" && chmod +x /tmp/rs
+nvidia-smi > "$R/nvidia-smi.txt" 2>&1
+G=$(nvidia-smi -L | wc -l)
+export ROCSWEEP_PYTHON=$(command -v python3)
+for s in $SWEEPS; do python3 scripts/device/split_sweep.py "sweeps/$s.toml" "$G" "$R/sweeps" >> "$R/stage.log"; done
+for i in $(seq 1 "$G"); do
+  (
+    for s in $SWEEPS; do
+      left=$((DEADLINE - SECONDS))
+      [ "$left" -gt 20 ] || { echo "gpu $i: $s skipped at ${SECONDS}s" >> "$R/stage.log"; continue; }
+      CUDA_VISIBLE_DEVICES=$((i - 1)) timeout "$left" /tmp/rs run --quiet --no-report --trials 2 \
+        --set verify.max_reference_gflop=10 "$R/sweeps/$s-$i.toml" --out "$R/$s-$i" > "$R/$s-$i.log" 2>&1
+      echo "gpu $i: $s rc $? at ${SECONDS}s" >> "$R/stage.log"
+    done
+  ) &
+done
+wait
+cat "$R/stage.log"
+rm -f "$R"/*/run.lock
+for s in $SWEEPS; do
+  runs=$(for d in "$R/$s"-[0-9]*; do [ -d "$d" ] && echo "$d"; done)
+  python3 scripts/layer_ratio.py --each $runs > "$R/$s-ratio.txt" 2>&1
+  echo "$s: $(tail -1 "$R/$s-ratio.txt")"
+done
+rm -rf "$R"/*/workers
+tar czf "$OUT/split.tgz" -C "$OUT" split && rm -rf "$R"
