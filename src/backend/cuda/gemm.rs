@@ -12,13 +12,14 @@ use cudarc::cublaslt::{result as r, sys as s};
 use cudarc::driver::sys as dsys;
 use std::ffi::c_void;
 
-/// Solver names for validation: `heuristic` (the first), `all`, or `lt#<rank>...` (a pattern).
-pub const NAMES: &[&str] = &["heuristic"];
+/// Solver names for validation: `heuristic` (cuBLASLt's first), `cublas` (cuBLAS's own choice,
+/// cublas.rs), `all`, or `lt#<rank>...` (a pattern).
+pub const NAMES: &[&str] = &["heuristic", super::cublas::SOLVER];
 
 /// Requested from the heuristic; cuBLASLt rarely returns more than a handful.
 const MAX_ALGOS: usize = 32;
-/// Workspace offered to the heuristic, as frameworks do.
-const WORKSPACE: usize = 64 << 20;
+/// Workspace offered to the heuristic (and to cuBLAS), as frameworks do.
+pub(super) const WORKSPACE: usize = 64 << 20;
 
 fn lt_err(what: &str, e: r::CublasError) -> UnitError {
     let code = format!("{:?}", e.0);

@@ -7,6 +7,7 @@
 mod buffers;
 mod conv;
 mod conv_engine;
+mod cublas;
 mod gemm;
 mod graph;
 pub(crate) mod graph_info;
@@ -60,6 +61,7 @@ fn presence() -> Vec<(&'static str, bool)> {
             ("libcudart", cudarc::runtime::sys::is_culib_present()),
             ("libcudnn", cudarc::cudnn::sys::is_culib_present()),
             ("libcublasLt", cudarc::cublaslt::sys::is_culib_present()),
+            ("libcublas", cudarc::cublas::sys::is_culib_present()),
             ("libcurand", cudarc::curand::sys::is_culib_present()),
             ("libnvrtc", cudarc::nvrtc::sys::is_culib_present()),
         ]
@@ -275,7 +277,12 @@ impl Vendor for Cuda {
                 Some(names)
             }
             Problem::Gemm(p) => {
-                Some(gemm::enumerate(gpu, p).unwrap_or_else(|_| vec!["heuristic".into()]))
+                let mut names =
+                    gemm::enumerate(gpu, p).unwrap_or_else(|_| vec!["heuristic".into()]);
+                if self.need("libcublas").is_ok() {
+                    names.push(cublas::SOLVER.into());
+                }
+                Some(names)
             }
             _ => None,
         }
@@ -295,6 +302,10 @@ impl Vendor for Cuda {
     }
 
     fn gemm(&mut self, gpu: &Gpu, u: Unit<'_, Gemm, GemmInputs>) -> Made {
+        if u.solver == cublas::SOLVER {
+            self.need("libcublas")?;
+            return cublas::prepare(gpu, u.p, u.i, u.phases);
+        }
         self.need("libcublasLt")?;
         gemm::prepare(gpu, u.p, u.solver, u.i, u.phases)
     }
