@@ -73,8 +73,6 @@ pub type CudaBackend = GpuBackend<Cuda>;
 pub struct Cuda {
     /// Holds its own reference to the context, so it is freed while the context lives.
     _pad: pad::Pad,
-    /// Clock and temperature readings, or why there are none.
-    nvml: Result<nvml::Nvml, String>,
     libs: Vec<(&'static str, bool)>,
 }
 
@@ -88,14 +86,15 @@ fn pci_bus_id(gpu: &Gpu) -> Result<String, String> {
     if rc != dsys::CUresult::CUDA_SUCCESS {
         return Err(format!("cuDeviceGetPCIBusId returned {rc:?}"));
     }
-    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
-    Ok(buf[..end].iter().map(|&c| c as u8 as char).collect())
+    Ok(super::engine::ffi::c_str_in(&buf))
 }
 
 impl CudaBackend {
     pub fn open() -> Result<CudaBackend, String> {
         let (cuda, gpu, info) = Cuda::open()?;
-        Ok(GpuBackend::new(cuda, gpu, info))
+        let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
+        let monitor = nvml.map(|n| (n, "NVML (SM clock, temperature per unit)"));
+        Ok(GpuBackend::new(cuda, gpu, info, monitor))
     }
 }
 
@@ -117,20 +116,8 @@ impl Cuda {
             .map_err(|e| format!("cannot create a CUDA stream: {e:?}"))?;
         let gpu = Device::new(CudaRt { ctx, stream });
         let pad = pad::Pad::hold(&gpu.stream)?;
-        let mut info = describe(&gpu, &libs);
-        let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
-        info.versions.insert(
-            "telemetry".into(),
-            match &nvml {
-                Ok(_) => "NVML (SM clock, temperature per unit)".into(),
-                Err(why) => format!("none ({why})"),
-            },
-        );
-        let cuda = Cuda {
-            _pad: pad,
-            nvml,
-            libs,
-        };
+        let info = describe(&gpu, &libs);
+        let cuda = Cuda { _pad: pad, libs };
         Ok((cuda, gpu, info))
     }
 
@@ -257,10 +244,6 @@ impl Vendor for Cuda {
     const REFERENCE: &'static str = "gpu-direct-f64 (kernels/conv_ref.cu)";
     // Compiled for f32 normals too: NVRTC ships with the toolkit cuRAND comes in.
     const F32_NORMALS_NEED_KERNELS: bool = true;
-
-    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
-        self.nvml.as_ref().map(|n| n.read()).unwrap_or_default()
-    }
 
     fn library_solvers(&self, gpu: &Gpu, problem: &Problem) -> Option<Vec<String>> {
         match problem {

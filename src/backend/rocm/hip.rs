@@ -2,8 +2,9 @@
 //! the runtime itself, the stream, and the device's facts. What the engine does with them is in
 //! backend::engine::hip.
 
-use super::loader::{self, api, c_str, c_str_in};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str, c_str_in};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
 

@@ -5,8 +5,9 @@
 //! runtime's release when libraries from two releases are mixed.
 
 use super::hip::Ptr;
-use super::loader::{self, api};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::api;
 use crate::dtype::DType;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;

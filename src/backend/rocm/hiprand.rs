@@ -1,8 +1,9 @@
 //! hipRAND: normal draws on the device (seed 000: randn_like giving zeros on gfx1151).
 
 use super::hip::Ptr;
-use super::loader::{self, api};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::api;
 use std::ffi::c_int;
 use std::sync::Arc;
 

@@ -2,8 +2,9 @@
 //! symbols also live inside libamdhip64; from 7.0 only in libhiprtc.so.7.
 
 use super::hip::Hip;
-use super::loader::{self, api, c_str};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str};
 use std::ffi::{CString, c_char, c_int, c_void};
 
 pub const SONAMES: &[&str] = &[

@@ -3,8 +3,9 @@
 //! descriptor (see ROCM-ABI.md).
 
 use super::hip::Ptr;
-use super::loader::{self, api, c_str};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 

@@ -110,8 +110,6 @@ pub type RocmBackend = GpuBackend<Rocm>;
 /// ROCm's libraries over the engine's device (the vendor half of the ROCm backend).
 pub struct Rocm {
     libs: Libs,
-    /// Clock and temperature readings, or why there are none.
-    smi: Result<smi::Smi, String>,
     /// Set when the process maps ROCm files from more than one tree: every unit is an error.
     mix: Option<String>,
 }
@@ -131,7 +129,7 @@ fn pci_bus_id(hip: &Hip) -> Result<String, String> {
             hip.error_name(rc)
         ));
     }
-    Ok(loader::c_str_in(&buf))
+    Ok(engine::ffi::c_str_in(&buf))
 }
 
 /// ROCm-related variables recorded in the manifest (the ones that change what the stack does).
@@ -323,13 +321,16 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
 
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
-        let (rocm, dev, info) = Rocm::open()?;
-        Ok(GpuBackend::new(rocm, dev, info))
+        let (rocm, dev, info, smi) = Rocm::open()?;
+        let monitor = smi.map(|s| (s, "ROCm SMI (system clock, temperature per unit)"));
+        Ok(GpuBackend::new(rocm, dev, info, monitor))
     }
 }
 
 impl Rocm {
-    fn open() -> Result<(Rocm, DevRef, BackendInfo), String> {
+    /// The vendor half, the device, the info, and ROCm SMI (or why it did not open).
+    #[allow(clippy::type_complexity)]
+    fn open() -> Result<(Rocm, DevRef, BackendInfo, Result<smi::Smi, String>), String> {
         let hip = Hip::load()?;
         let count = init_device(&hip)?;
         // SAFETY: device 0 exists (count > 0).
@@ -355,13 +356,6 @@ impl Rocm {
         describe_stack(&hip, &libs, &mut info.versions);
         describe_device(facts, &mut info.versions);
         let smi = pci_bus_id(&hip).and_then(|id| smi::Smi::open(&id));
-        info.versions.insert(
-            "telemetry".into(),
-            match &smi {
-                Ok(_) => "ROCm SMI (system clock, temperature per unit)".into(),
-                Err(why) => format!("none ({why})"),
-            },
-        );
         // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
         let mix = provenance::record_check(&mut info);
         let dev = Dev::new(HipRt {
@@ -370,7 +364,7 @@ impl Rocm {
             rtc: libs.hiprtc.as_ref().ok().cloned(),
             arch,
         });
-        Ok((Rocm { libs, smi, mix }, dev, info))
+        Ok((Rocm { libs, mix }, dev, info, smi))
     }
 
     fn miopen(&self) -> Result<miopen::MiopenRef, UnitError> {
@@ -384,10 +378,6 @@ impl Vendor for Rocm {
     const REFERENCE: &'static str = "gpu-direct-f64 (kernels/conv_ref.cu via hipRTC)";
     // hipRAND's f32 normals run where hipRTC did not load.
     const F32_NORMALS_NEED_KERNELS: bool = false;
-
-    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
-        self.smi.as_ref().map(|s| s.read()).unwrap_or_default()
-    }
 
     fn library_solvers(&self, dev: &DevRef, problem: &Problem) -> Option<Vec<String>> {
         let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);

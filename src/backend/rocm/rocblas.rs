@@ -3,8 +3,9 @@
 //! 6.x, 5 on 7.x.
 
 use super::hip::Ptr;
-use super::loader::{self, api, c_str, c_str_in};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str, c_str_in};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
