@@ -7,7 +7,8 @@
 //! - `timer`: launch-free device time behind the blocking kernel (and through graphs where the
 //!   runtime times that way) and per-call time; `Device::flush_cache`: cold samples;
 //! - `mem`: device and pinned memory, checked uploads and downloads;
-//! - `run`: a library call's unit (GEMM, convolution) with rotating operands;
+//! - `run`: a library call's unit (GEMM, convolution) with rotating operands; `gemm`: what GEMM
+//!   through cuBLASLt and hipBLASLt shares (the column-major view, the heuristic's solver names);
 //! - `kernels`: the project's own kernels (compiled by NVRTC or hipRTC behind
 //!   `Runtime::compile`), `graph`: capture and the graph op's replay bookkeeping, `probes`: the
 //!   copy, rng and cast probes;
@@ -20,6 +21,7 @@
 pub mod backend;
 pub mod cuda;
 pub mod ffi;
+pub mod gemm;
 pub mod graph;
 pub mod hip;
 pub mod kernels;
