@@ -296,6 +296,6 @@ impl Vendor for Cuda {
     }
 
     fn sequence(&mut self, gpu: &Gpu, p: &Graph) -> Result<Box<dyn Sequence<CudaRt>>, UnitError> {
-        Ok(Box::new(graph::Sequence::new(gpu, p)?))
+        Ok(Box::new(graph::sequence(gpu, p)?))
     }
 }

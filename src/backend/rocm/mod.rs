@@ -13,7 +13,6 @@
 pub(crate) mod code_object;
 mod conv;
 mod gemm;
-mod graph;
 pub mod hip;
 mod hipblaslt;
 mod hiprand;
@@ -27,7 +26,7 @@ mod smi;
 pub mod solvers;
 
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
-use super::engine::graph::Sequence;
+use super::engine::graph::{GemmThenConv, Sequence};
 use super::engine::probes::Normals;
 use super::engine::{self, hip::HipRt};
 use super::{BackendInfo, UnitError};
@@ -48,7 +47,7 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
         OpKind::Rng => vec!["hiprand-philox"],
         OpKind::Copy => vec!["hipMemcpy"],
         OpKind::Cast => vec!["hiprtc-cast"],
-        OpKind::Graph => graph::SOLVERS.to_vec(),
+        OpKind::Graph => engine::graph::SOLVERS.to_vec(),
     }
 }
 
@@ -433,15 +432,15 @@ impl Vendor for Rocm {
         self.miopen().map(|_| ())
     }
 
+    /// hipBLASLt's or rocBLAS's GEMM (as `default` picks), then MIOpen's first listed
+    /// convolution.
     fn sequence(&mut self, dev: &DevRef, p: &Graph) -> Result<Box<dyn Sequence<HipRt>>, UnitError> {
+        let miopen = self.miopen()?;
         let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
-        Ok(Box::new(graph::Sequence::new(
-            dev,
-            &self.miopen()?,
-            lt,
-            rb,
-            p,
-        )?))
+        Ok(Box::new(GemmThenConv {
+            gemm: gemm::GemmCall::new(dev, lt, rb, &p.gemm())?,
+            conv: conv::ConvCall::first_listed(dev, &miopen, &p.conv())?,
+        }))
     }
 }
 
