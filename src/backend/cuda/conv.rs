@@ -4,7 +4,7 @@
 //! `unsupported` with cuDNN's status name.
 
 use super::buffers::{Gpu, Workspace, ws_ptr};
-use crate::backend::engine::run;
+use crate::backend::engine::run::{self, TRANSFORM_ERROR_FACTOR};
 use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
@@ -236,10 +236,6 @@ fn algo(p: &Conv2d, solver: &str) -> Result<Algo, UnitError> {
         }),
     })
 }
-
-/// Transform-domain algorithms (FFT, Winograd) round in the transformed domain too; their error
-/// is a known multiple of a direct product's, not a bug.
-pub(super) const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
 
 fn transform_factor(a: Algo) -> f64 {
     use s::cudnnConvolutionBwdDataAlgo_t as D;

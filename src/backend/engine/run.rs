@@ -12,6 +12,11 @@ use crate::dtype::DType;
 use crate::tensor::HostData;
 use crate::timing::{Batch, Sample};
 
+/// Transform-domain convolution algorithms (FFT, Winograd) round in the transformed domain too;
+/// their error is a known multiple of a direct product's, not a bug (cuDNN's and MIOpen's units
+/// are checked with this factor).
+pub const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
+
 /// A configured library call (descriptors, algorithm, workspace) the backend made.
 pub trait Call {
     /// Queues one call reading `a` and `b` and writing `out` on the runtime's stream.

@@ -43,16 +43,16 @@ impl Descs {
         let t = dtype(p.dtype)?;
         let nhwc = p.layout == Layout::Nhwc;
         Ok(Descs {
-            h: Handle::new(lib, dev.stream.raw)?,
-            x: TensorDesc::new(lib, t, [g.n, g.c_in, g.h, g.w], nhwc)?,
-            w: TensorDesc::new(
+            h: miopen::handle(lib, dev.stream.raw)?,
+            x: miopen::tensor(lib, t, [g.n, g.c_in, g.h, g.w], nhwc)?,
+            w: miopen::tensor(
                 lib,
                 t,
                 [g.c_out, g.c_in / g.groups.max(1), g.kh, g.kw],
                 nhwc,
             )?,
-            y: TensorDesc::new(lib, t, [g.n, g.c_out, g.out_h(), g.out_w()], nhwc)?,
-            conv: ConvDesc::new(
+            y: miopen::tensor(lib, t, [g.n, g.c_out, g.out_h(), g.out_w()], nhwc)?,
+            conv: miopen::convolution(
                 lib,
                 (g.pad_h, g.pad_w),
                 (g.stride_h, g.stride_w),

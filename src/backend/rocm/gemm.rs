@@ -215,7 +215,7 @@ fn rocblas_call(
         ));
     }
     let lib = need(rb_lib, "rocblas")?;
-    let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+    let handle = rb::handle(&lib, dev.stream.raw)?;
     Ok((Call::Rocblas { lib, handle }, 0))
 }
 
@@ -381,7 +381,7 @@ impl GemmCall {
             }
             None => {
                 let lib = need(rb_lib, "rocblas")?;
-                let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+                let handle = rb::handle(&lib, dev.stream.raw)?;
                 (Call::Rocblas { lib, handle }, 0)
             }
         };

@@ -2,7 +2,10 @@
 //! engine's `api!`). Nothing here is linked at build time: one binary serves ROCm 5.7, 6.x and
 //! 7.x, and builds on a machine with no ROCm at all.
 
+use crate::backend::UnitError;
+use crate::backend::engine::runtime::Ptr;
 use crate::rocm_tree::discover::{self, Choice};
+use std::ffi::c_int;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -62,4 +65,38 @@ pub fn open(names: &[&str]) -> Result<Loaded, String> {
 /// A version packed as major*10000000 + minor*100000 + patch (HIP's encoding).
 pub fn hip_version(v: i32) -> (i32, i32, i32) {
     (v / 10_000_000, (v / 100_000) % 100, v % 100_000)
+}
+
+/// An object a ROCm library made (a handle, descriptor, stream or generator), destroyed once
+/// with the library's own call; it keeps the library (`L`) loaded while it lives.
+pub struct Owned<L> {
+    pub lib: Arc<L>,
+    pub raw: Ptr,
+    destroy: unsafe extern "C" fn(Ptr) -> c_int,
+}
+
+impl<L> Owned<L> {
+    /// The object `create` writes through its out-pointer, its status passed by `check` (the
+    /// library's), destroyed by `destroy`.
+    pub fn make(
+        lib: &Arc<L>,
+        create: impl FnOnce(*mut Ptr) -> c_int,
+        check: impl FnOnce(c_int) -> Result<(), UnitError>,
+        destroy: unsafe extern "C" fn(Ptr) -> c_int,
+    ) -> Result<Owned<L>, UnitError> {
+        let mut raw = std::ptr::null_mut();
+        check(create(&mut raw))?;
+        Ok(Owned {
+            lib: lib.clone(),
+            raw,
+            destroy,
+        })
+    }
+}
+
+impl<L> Drop for Owned<L> {
+    fn drop(&mut self) {
+        // SAFETY: made by the library's create call, destroyed once, here.
+        unsafe { (self.destroy)(self.raw) };
+    }
 }
