@@ -70,11 +70,7 @@ fn status_err(what: &str, e: r::CudnnError) -> UnitError {
     if code == "CUDNN_STATUS_NOT_SUPPORTED" {
         UnitError::Unsupported(format!("{code} ({what})"))
     } else {
-        UnitError::Library {
-            library: "cudnn".into(),
-            code,
-            message: what.to_string(),
-        }
+        UnitError::library("cudnn", code, what)
     }
 }
 

@@ -36,11 +36,7 @@ fn lt_err(what: &str, e: r::CublasError) -> UnitError {
     if code == "CUBLAS_STATUS_NOT_SUPPORTED" {
         UnitError::Unsupported(format!("{code} ({what})"))
     } else {
-        UnitError::Library {
-            library: "cublasLt".into(),
-            code,
-            message: what.to_string(),
-        }
+        UnitError::library("cublasLt", code, what)
     }
 }
 

@@ -124,13 +124,11 @@ impl Cuda {
     fn need(&self, lib: &str) -> Result<(), UnitError> {
         match self.libs.iter().find(|(name, _)| name.starts_with(lib)) {
             Some((_, true)) => Ok(()),
-            _ => Err(UnitError::Library {
-                library: lib.into(),
-                code: "LIBRARY_NOT_FOUND".into(),
-                message: format!(
-                    "{lib}.so was not found on the library path (LD_LIBRARY_PATH, ldconfig)"
-                ),
-            }),
+            _ => Err(UnitError::library(
+                lib,
+                "LIBRARY_NOT_FOUND",
+                format!("{lib}.so was not found on the library path (LD_LIBRARY_PATH, ldconfig)"),
+            )),
         }
     }
 }

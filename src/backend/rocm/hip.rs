@@ -129,11 +129,7 @@ impl Hip {
                 c_str((self.api.hipGetErrorString)(rc)),
             )
         };
-        Err(UnitError::Library {
-            library: "hip".into(),
-            code: name,
-            message: format!("{what}: {text}"),
-        })
+        Err(UnitError::library("hip", name, format!("{what}: {text}")))
     }
 
     pub fn error_name(&self, rc: c_int) -> String {

@@ -170,11 +170,7 @@ impl Hipblaslt {
         if rc == STATUS_NOT_SUPPORTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
-        Err(UnitError::Library {
-            library: "hipblaslt".into(),
-            code: name,
-            message: what.to_string(),
-        })
+        Err(UnitError::library("hipblaslt", name, what))
     }
 }
 

@@ -67,11 +67,7 @@ impl Hiprand {
             1000 => "HIPRAND_STATUS_NOT_IMPLEMENTED",
             _ => "HIPRAND_STATUS_UNKNOWN",
         };
-        Err(UnitError::Library {
-            library: "hiprand".into(),
-            code: name.into(),
-            message: what.to_string(),
-        })
+        Err(UnitError::library("hiprand", name, what))
     }
 }
 

@@ -134,11 +134,11 @@ impl Miopen {
                 "{name} from {what}: {text}"
             )));
         }
-        Err(UnitError::Library {
-            library: "miopen".into(),
-            code: name,
-            message: format!("{what}: {text}"),
-        })
+        Err(UnitError::library(
+            "miopen",
+            name,
+            format!("{what}: {text}"),
+        ))
     }
 }
 

@@ -91,15 +91,14 @@ impl Libs {
 /// The library, or an error row naming it and where it was looked for (or which kernels it
 /// lacks).
 fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
-    lib.clone().map_err(|why| UnitError::Library {
-        library: library.into(),
-        code: if why.contains(kdb::MISSING) {
+    lib.clone().map_err(|why| {
+        let missing = why.contains(kdb::MISSING);
+        let code = if missing {
             "KERNELS_MISSING"
         } else {
             "LIBRARY_NOT_FOUND"
-        }
-        .into(),
-        message: why,
+        };
+        UnitError::library(library, code, why)
     })
 }
 
@@ -397,11 +396,7 @@ impl Vendor for Rocm {
 
     fn usable(&self) -> Result<(), UnitError> {
         match &self.mix {
-            Some(why) => Err(UnitError::Library {
-                library: "rocm".into(),
-                code: "MIXED_ROCM_TREES".into(),
-                message: why.clone(),
-            }),
+            Some(why) => Err(UnitError::library("rocm", "MIXED_ROCM_TREES", why.clone())),
             None => Ok(()),
         }
     }

@@ -77,11 +77,7 @@ impl Rocblas {
         if rc == NOT_IMPLEMENTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
-        Err(UnitError::Library {
-            library: "rocblas".into(),
-            code: name,
-            message: what.to_string(),
-        })
+        Err(UnitError::library("rocblas", name, what))
     }
 }
 
