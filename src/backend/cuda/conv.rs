@@ -402,7 +402,7 @@ pub fn prepare(
     }
     let call = ConvCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    let ops = run::operands(gpu, &i.a, &i.b, p.dtype, p.output_len())?;
+    let ops = run::conv_operands(gpu, p, i)?;
     Ok(run::prepare(gpu, call, ops))
 }
 

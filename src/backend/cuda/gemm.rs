@@ -320,6 +320,6 @@ pub fn prepare(
 ) -> Result<Box<dyn Prepared>, UnitError> {
     let call = GemmCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    let ops = run::operands(gpu, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    let ops = run::gemm_operands(gpu, p, i)?;
     Ok(run::prepare(gpu, call, ops))
 }

@@ -8,7 +8,7 @@ use super::DevRef;
 use super::hip::Ptr;
 use super::miopen::{self, ConvAlgoPerf, ConvDesc, ConvSolution, Handle, MiopenRef, TensorDesc};
 use super::solvers::{self, Algo};
-use crate::backend::engine::{self, hip::HipRt};
+use crate::backend::engine;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
@@ -303,7 +303,7 @@ pub fn prepare(
     d.compile(id)?;
     let warm = t.elapsed().as_secs_f64();
     phases.phase("alloc");
-    let ops = buffers(dev, p, i)?;
+    let ops = engine::run::conv_operands(dev, p, i)?;
     let unit = ConvCall {
         d,
         how: How::Immediate { id },
@@ -324,14 +324,6 @@ fn algo_of(lib: &MiopenRef, id: u64) -> Option<Algo> {
         .flatten()
 }
 
-fn buffers(
-    dev: &DevRef,
-    p: &Conv2d,
-    i: &ConvInputs,
-) -> Result<engine::run::Operands<HipRt>, UnitError> {
-    engine::run::operands(dev, &i.a, &i.b, p.dtype, p.output_len())
-}
-
 /// The `find` solver (and `default`): miopenFind*Algorithm benchmarks every applicable
 /// algorithm on the unit's own buffers, and its best becomes the call.
 fn prepare_find(
@@ -343,7 +335,7 @@ fn prepare_find(
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
     phases.phase("alloc");
-    let (a, b, out) = buffers(dev, p, i)?;
+    let (a, b, out) = engine::run::conv_operands(dev, p, i)?;
     // Find benchmarks every applicable algorithm: give it the largest workspace any listed
     // solution asks for.
     let ws_bytes = listed.iter().map(|s| s.workspace_size).max().unwrap_or(0);

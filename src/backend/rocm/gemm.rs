@@ -199,7 +199,7 @@ pub fn prepare(
         }
     };
     phases.phase("alloc");
-    let ops = engine::run::operands(dev, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    let ops = engine::run::gemm_operands(dev, p, i)?;
     Ok(engine::run::prepare(dev, call, ops))
 }
 
