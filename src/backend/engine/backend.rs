@@ -1,7 +1,8 @@
 //! The `Backend` written once for the GPU backends: a backend is the engine plus its vendor
 //! libraries (`Vendor`), as wgpu-hal's backends are its generic code plus an `Api`. The probes,
-//! the graph op's bookkeeping, the device reference and the test kernel live here; the vendor
-//! makes the library calls (convolution, GEMM, normals, the graph's GEMM and convolution).
+//! the graph op's bookkeeping, the device reference, the test kernel and the telemetry readings
+//! (through the vendor's `telemetry::Monitor`) live here; the vendor makes the library calls
+//! (convolution, GEMM, normals, the graph's GEMM and convolution).
 
 use super::Dev;
 use super::graph::{self, Sequence};

@@ -4,7 +4,8 @@
 //! `stream-capture`), or launched eagerly (`eager`), so a sweep over both compares replay time
 //! with eager time. With `keep_outputs` each replay's output is copied into its own buffer and
 //! all are read at the end (seed 003: a later replay overwriting, or failing to refresh, an
-//! earlier replay's output).
+//! earlier replay's output). Both backends' sequences are a `GemmThenConv` of their library
+//! calls.
 
 use super::kernels::Kernels;
 use super::mem::Tensor;

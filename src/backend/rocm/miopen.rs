@@ -1,5 +1,5 @@
-//! MIOpen (libMIOpen.so.1): raw symbols, status codes as Results named by MIOpen, and owning
-//! descriptor types. Workspace and solution queries take the weight descriptor before the input
+//! MIOpen (libMIOpen.so.1): raw symbols, status codes as Results named by MIOpen, and its owned
+//! handle and descriptors. Workspace and solution queries take the weight descriptor before the input
 //! descriptor (see ROCM-ABI.md).
 
 use super::hip::Ptr;

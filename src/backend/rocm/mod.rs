@@ -1,7 +1,7 @@
 //! The ROCm backend: HIP, hipRTC, MIOpen, hipBLASLt, rocBLAS and hipRAND, every library opened
 //! at run time (no ROCm at build time; one binary for ROCm 5.7, 6.x and 7.x). Each library has
-//! its own module in three layers: a table of raw symbols (`api!`), calls that turn status codes
-//! into Results with the library's own code names, and owning types that free what they hold.
+//! its own module in three layers: a table of raw symbols (the engine's `api!`), calls that turn
+//! status codes into Results with the library's own code names, and `loader::Owned` objects.
 //! A missing library disables only the ops that need it, with a message saying what was looked
 //! for where.
 //!
