@@ -29,6 +29,21 @@ pub enum UnitError {
     },
 }
 
+impl UnitError {
+    /// A library's error: the library, its own name for the code, and what failed.
+    pub fn library(
+        library: &str,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> UnitError {
+        UnitError::Library {
+            library: library.into(),
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// What `probe` and the manifest say about a backend.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BackendInfo {

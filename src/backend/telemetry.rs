@@ -14,6 +14,11 @@ pub struct Reading {
     pub temp_c: Option<f64>,
 }
 
+/// A vendor's management library opened for the worker's device (NVML, ROCm SMI).
+pub trait Monitor {
+    fn read(&self) -> Reading;
+}
+
 /// A clock that fell by more than this fraction during the samples flags the unit.
 pub const DROP: f64 = 0.05;
 

@@ -4,7 +4,7 @@
 //! `unsupported` with cuDNN's status name.
 
 use super::buffers::{Gpu, Workspace, ws_ptr};
-use crate::backend::engine::run;
+use crate::backend::engine::run::{self, TRANSFORM_ERROR_FACTOR};
 use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
@@ -70,11 +70,7 @@ fn status_err(what: &str, e: r::CudnnError) -> UnitError {
     if code == "CUDNN_STATUS_NOT_SUPPORTED" {
         UnitError::Unsupported(format!("{code} ({what})"))
     } else {
-        UnitError::Library {
-            library: "cudnn".into(),
-            code,
-            message: what.to_string(),
-        }
+        UnitError::library("cudnn", code, what)
     }
 }
 
@@ -236,10 +232,6 @@ fn algo(p: &Conv2d, solver: &str) -> Result<Algo, UnitError> {
         }),
     })
 }
-
-/// Transform-domain algorithms (FFT, Winograd) round in the transformed domain too; their error
-/// is a known multiple of a direct product's, not a bug.
-pub(super) const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
 
 fn transform_factor(a: Algo) -> f64 {
     use s::cudnnConvolutionBwdDataAlgo_t as D;
@@ -410,7 +402,7 @@ pub fn prepare(
     }
     let call = ConvCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    let ops = run::operands(gpu, &i.a, &i.b, p.dtype, p.output_len())?;
+    let ops = run::conv_operands(gpu, p, i)?;
     Ok(run::prepare(gpu, call, ops))
 }
 

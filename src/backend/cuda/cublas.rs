@@ -8,7 +8,7 @@
 //! C^T = op(B)^T op(A)^T, as in gemm.rs.
 
 use super::buffers::{Gpu, Workspace, ws_ptr};
-use super::gemm::WORKSPACE;
+use crate::backend::engine::gemm::{Scalars, WORKSPACE, col_major};
 use crate::backend::engine::run::{self, Call};
 use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
@@ -26,11 +26,7 @@ fn check(what: &str, st: b::cublasStatus_t) -> Result<(), UnitError> {
         b::cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED => Err(UnitError::Unsupported(format!(
             "CUBLAS_STATUS_NOT_SUPPORTED ({what})"
         ))),
-        other => Err(UnitError::Library {
-            library: "cublas".into(),
-            code: format!("{other:?}"),
-            message: what.to_string(),
-        }),
+        other => Err(UnitError::library("cublas", format!("{other:?}"), what)),
     }
 }
 
@@ -75,12 +71,13 @@ struct Dims {
 
 impl Dims {
     fn of(p: &Gemm) -> Result<Dims, UnitError> {
+        let ((lda, _), (ldb, _)) = col_major(p);
         Ok(Dims {
             m: int(p.n, "n")?,
             n: int(p.m, "m")?,
             k: int(p.k, "k")?,
-            lda: int(if p.trans_b { p.k } else { p.n }, "ldb")?,
-            ldb: int(if p.trans_a { p.m } else { p.k }, "lda")?,
+            lda: int(lda, "ldb")?,
+            ldb: int(ldb, "lda")?,
             ldc: int(p.n, "ldc")?,
             stride_a: (p.k * p.n) as i64,
             stride_b: (p.m * p.k) as i64,
@@ -125,7 +122,7 @@ impl BlasCall {
                 b::cublasMath_t::CUBLAS_DEFAULT_MATH,
             ),
         };
-        let ws = gpu.workspace(WORKSPACE)?;
+        let ws = gpu.workspace(WORKSPACE as usize)?;
         let mut handle: b::cublasHandle_t = std::ptr::null_mut();
         // SAFETY: writes a new handle into `handle`.
         check("cublasCreate", unsafe { b::cublasCreate_v2(&mut handle) })?;
@@ -146,7 +143,7 @@ impl BlasCall {
             )?;
             check(
                 "cublasSetWorkspace",
-                b::cublasSetWorkspace_v2(handle, ws_ptr(&call.ws), WORKSPACE),
+                b::cublasSetWorkspace_v2(handle, ws_ptr(&call.ws), WORKSPACE as usize),
             )?;
             check("cublasSetMathMode", b::cublasSetMathMode(handle, math))?;
         }
@@ -155,14 +152,8 @@ impl BlasCall {
 
     /// C = A x B for row-major A, B, C at the given addresses.
     fn gemm(&mut self, pa: Ptr, pb: Ptr, pc: Ptr) -> Result<(), UnitError> {
-        let (a32, b32) = (1.0f32, 0.0f32);
-        let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
-        let (al, be): (*const c_void, *const c_void) =
-            if self.compute == b::cublasComputeType_t::CUBLAS_COMPUTE_16F {
-                (&a16 as *const _ as _, &b16 as *const _ as _)
-            } else {
-                (&a32 as *const _ as _, &b32 as *const _ as _)
-            };
+        let scalars = Scalars::ONE;
+        let (al, be) = scalars.ptrs(self.compute == b::cublasComputeType_t::CUBLAS_COMPUTE_16F);
         let (d, p) = (&self.dims, &self.p);
         let (ab, cd) = (data_type(p.dtype), data_type(p.out_dtype));
         let algo = b::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT;
@@ -236,7 +227,7 @@ impl Call for BlasCall {
     }
 
     fn workspace_bytes(&self) -> u64 {
-        WORKSPACE as u64
+        WORKSPACE
     }
 }
 
@@ -248,6 +239,6 @@ pub fn prepare(
 ) -> Result<Box<dyn Prepared>, UnitError> {
     let call = BlasCall::new(gpu, p)?;
     phases.phase("alloc");
-    let ops = run::operands(gpu, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    let ops = run::gemm_operands(gpu, p, i)?;
     Ok(run::prepare(gpu, call, ops))
 }

@@ -3,6 +3,7 @@
 //! C^T = op(B)^T op(A)^T, which needs no copies.
 
 use super::buffers::{Gpu, Workspace, ws_ptr};
+use crate::backend::engine::gemm::{Heuristic, Scalars, WORKSPACE, col_major};
 use crate::backend::engine::run::{self, Call};
 use crate::backend::engine::runtime::Ptr;
 use crate::backend::{PhaseSink, Prepared, UnitError};
@@ -18,19 +19,25 @@ pub const NAMES: &[&str] = &["heuristic", super::cublas::SOLVER];
 
 /// Requested from the heuristic; cuBLASLt rarely returns more than a handful.
 const MAX_ALGOS: usize = 32;
-/// Workspace offered to the heuristic (and to cuBLAS), as frameworks do.
-pub(super) const WORKSPACE: usize = 64 << 20;
+
+/// cuBLASLt's algorithms as solvers: `lt#<rank>-algo<id>`.
+const LT: Heuristic = Heuristic {
+    library: "cuBLASLt",
+    prefix: "lt#",
+    tag: "-algo",
+    first: &["default", "heuristic"],
+    usage: "heuristic, all or lt#N",
+    not_supported: "CUBLAS_STATUS_NOT_SUPPORTED",
+    id_noun: "algo",
+    named: "algo ",
+};
 
 fn lt_err(what: &str, e: r::CublasError) -> UnitError {
     let code = format!("{:?}", e.0);
     if code == "CUBLAS_STATUS_NOT_SUPPORTED" {
         UnitError::Unsupported(format!("{code} ({what})"))
     } else {
-        UnitError::Library {
-            library: "cublasLt".into(),
-            code,
-            message: what.to_string(),
-        }
+        UnitError::library("cublasLt", code, what)
     }
 }
 
@@ -119,8 +126,7 @@ impl Plan {
             .map_err(|e| lt_err("cublasLtMatmulDescCreate", e))?;
         // A' = B, B' = A (see the module comment); op T where the stored matrix is transposed.
         let (op_a, op_b): (i32, i32) = (p.trans_b as i32, p.trans_a as i32);
-        let (ar, ac) = if p.trans_b { (p.k, p.n) } else { (p.n, p.k) };
-        let (br, bc) = if p.trans_a { (p.m, p.k) } else { (p.k, p.m) };
+        let ((ar, ac), (br, bc)) = col_major(p);
         let mut plan = Plan {
             handle,
             desc,
@@ -130,7 +136,7 @@ impl Plan {
             pref: r::create_matmul_pref()
                 .map_err(|e| lt_err("cublasLtMatmulPreferenceCreate", e))?,
         };
-        let ws = WORKSPACE as u64;
+        let ws = WORKSPACE;
         // SAFETY: attribute buffers are live values of the documented types.
         unsafe {
             r::set_matmul_desc_attribute(
@@ -229,11 +235,7 @@ pub fn enumerate(_gpu: &Gpu, p: &Gemm) -> Result<Vec<String>, UnitError> {
     if hs.is_empty() {
         return Ok(vec!["heuristic".into()]);
     }
-    Ok(hs
-        .iter()
-        .enumerate()
-        .map(|(i, h)| format!("lt#{i}-algo{}", algo_id(h)))
-        .collect())
+    Ok(LT.names(&hs, algo_id))
 }
 
 /// One configured matmul (plan, chosen algorithm, workspace), launchable on any operands.
@@ -249,38 +251,7 @@ impl GemmCall {
     pub fn new(gpu: &Gpu, p: &Gemm, solver: &str) -> Result<GemmCall, UnitError> {
         let plan = Plan::new(p)?;
         let hs = plan.heuristics()?;
-        let rank = match solver {
-            "default" | "heuristic" => 0,
-            other => other
-                .strip_prefix("lt#")
-                .and_then(|r| r.split('-').next())
-                .and_then(|r| r.parse::<usize>().ok())
-                .ok_or_else(|| {
-                    UnitError::Unsupported(format!(
-                        "cuBLASLt has no solver `{other}` (use heuristic, all or lt#N)"
-                    ))
-                })?,
-        };
-        let Some(algo) = hs.get(rank).copied() else {
-            return Err(UnitError::Unsupported(format!(
-                "CUBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
-                hs.len()
-            )));
-        };
-        // The name carries the algorithm id seen when solvers were listed: a row must time the
-        // algorithm it names, even if the heuristic's order changed since.
-        let named_id = solver
-            .split("-algo")
-            .nth(1)
-            .and_then(|id| id.parse::<i32>().ok());
-        if let Some(want) = named_id
-            && algo_id(&algo) != want
-        {
-            return Err(UnitError::Unsupported(format!(
-                "the heuristic's rank {rank} is now algo {} (the solver names algo {want})",
-                algo_id(&algo)
-            )));
-        }
+        let algo = LT.pick(&hs, solver, algo_id)?;
         Ok(GemmCall {
             gpu: gpu.clone(),
             ws: gpu.workspace(algo.workspaceSize)?,
@@ -298,19 +269,8 @@ impl GemmCall {
         pc: dsys::CUdeviceptr,
     ) -> Result<(), UnitError> {
         let ws = ws_ptr(&self.ws);
-        let (a32, b32) = (1.0f32, 0.0f32);
-        let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
-        let (al, be) = if self.compute == DType::F16 {
-            (
-                &a16 as *const _ as *const c_void,
-                &b16 as *const _ as *const c_void,
-            )
-        } else {
-            (
-                &a32 as *const _ as *const c_void,
-                &b32 as *const _ as *const c_void,
-            )
-        };
+        let one = Scalars::ONE;
+        let (al, be) = one.ptrs(self.compute == DType::F16);
         let p = &self.plan;
         // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
         // A' = B and B' = A (column-major view of the row-major product).
@@ -361,6 +321,6 @@ pub fn prepare(
 ) -> Result<Box<dyn Prepared>, UnitError> {
     let call = GemmCall::new(gpu, p, solver)?;
     phases.phase("alloc");
-    let ops = run::operands(gpu, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    let ops = run::gemm_operands(gpu, p, i)?;
     Ok(run::prepare(gpu, call, ops))
 }

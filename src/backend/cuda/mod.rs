@@ -75,8 +75,6 @@ pub type CudaBackend = GpuBackend<Cuda>;
 pub struct Cuda {
     /// Holds its own reference to the context, so it is freed while the context lives.
     _pad: pad::Pad,
-    /// Clock and temperature readings, or why there are none.
-    nvml: Result<nvml::Nvml, String>,
     libs: Vec<(&'static str, bool)>,
 }
 
@@ -90,14 +88,15 @@ fn pci_bus_id(gpu: &Gpu) -> Result<String, String> {
     if rc != dsys::CUresult::CUDA_SUCCESS {
         return Err(format!("cuDeviceGetPCIBusId returned {rc:?}"));
     }
-    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
-    Ok(buf[..end].iter().map(|&c| c as u8 as char).collect())
+    Ok(super::engine::ffi::c_str_in(&buf))
 }
 
 impl CudaBackend {
     pub fn open() -> Result<CudaBackend, String> {
         let (cuda, gpu, info) = Cuda::open()?;
-        Ok(GpuBackend::new(cuda, gpu, info))
+        let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
+        let monitor = nvml.map(|n| (n, "NVML (SM clock, temperature per unit)"));
+        Ok(GpuBackend::new(cuda, gpu, info, monitor))
     }
 }
 
@@ -119,33 +118,19 @@ impl Cuda {
             .map_err(|e| format!("cannot create a CUDA stream: {e:?}"))?;
         let gpu = Device::new(CudaRt { ctx, stream });
         let pad = pad::Pad::hold(&gpu.stream)?;
-        let mut info = describe(&gpu, &libs);
-        let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
-        info.versions.insert(
-            "telemetry".into(),
-            match &nvml {
-                Ok(_) => "NVML (SM clock, temperature per unit)".into(),
-                Err(why) => format!("none ({why})"),
-            },
-        );
-        let cuda = Cuda {
-            _pad: pad,
-            nvml,
-            libs,
-        };
+        let info = describe(&gpu, &libs);
+        let cuda = Cuda { _pad: pad, libs };
         Ok((cuda, gpu, info))
     }
 
     fn need(&self, lib: &str) -> Result<(), UnitError> {
         match self.libs.iter().find(|(name, _)| name.starts_with(lib)) {
             Some((_, true)) => Ok(()),
-            _ => Err(UnitError::Library {
-                library: lib.into(),
-                code: "LIBRARY_NOT_FOUND".into(),
-                message: format!(
-                    "{lib}.so was not found on the library path (LD_LIBRARY_PATH, ldconfig)"
-                ),
-            }),
+            _ => Err(UnitError::library(
+                lib,
+                "LIBRARY_NOT_FOUND",
+                format!("{lib}.so was not found on the library path (LD_LIBRARY_PATH, ldconfig)"),
+            )),
         }
     }
 }
@@ -260,10 +245,6 @@ impl Vendor for Cuda {
     // Compiled for f32 normals too: NVRTC ships with the toolkit cuRAND comes in.
     const F32_NORMALS_NEED_KERNELS: bool = true;
 
-    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
-        self.nvml.as_ref().map(|n| n.read()).unwrap_or_default()
-    }
-
     fn library_solvers(&self, gpu: &Gpu, problem: &Problem) -> Option<Vec<String>> {
         match problem {
             Problem::Conv2d(p) => {
@@ -324,6 +305,6 @@ impl Vendor for Cuda {
     }
 
     fn sequence(&mut self, gpu: &Gpu, p: &Graph) -> Result<Box<dyn Sequence<CudaRt>>, UnitError> {
-        Ok(Box::new(graph::Sequence::new(gpu, p)?))
+        Ok(Box::new(graph::sequence(gpu, p)?))
     }
 }

@@ -8,11 +8,7 @@ use crate::backend::engine::runtime::Ptr;
 use cudarc::curand::{result as cr, sys as cs};
 
 fn curand_err(what: &str, e: cr::CurandError) -> UnitError {
-    UnitError::Library {
-        library: "curand".into(),
-        code: format!("{:?}", e.0),
-        message: what.to_string(),
-    }
+    UnitError::library("curand", format!("{:?}", e.0), what)
 }
 
 /// A Philox generator seeded and bound to the worker's stream, destroyed on drop.

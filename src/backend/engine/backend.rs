@@ -1,14 +1,15 @@
 //! The `Backend` written once for the GPU backends: a backend is the engine plus its vendor
 //! libraries (`Vendor`), as wgpu-hal's backends are its generic code plus an `Api`. The probes,
-//! the graph op's bookkeeping, the device reference and the test kernel live here; the vendor
-//! makes the library calls (convolution, GEMM, normals, the graph's GEMM and convolution).
+//! the graph op's bookkeeping, the device reference, the test kernel and the telemetry readings
+//! (through the vendor's `telemetry::Monitor`) live here; the vendor makes the library calls
+//! (convolution, GEMM, normals, the graph's GEMM and convolution).
 
 use super::Dev;
 use super::graph::{self, Sequence};
 use super::kernels::Kernels;
 use super::probes::{self, Normals};
 use super::runtime::Runtime;
-use crate::backend::telemetry::Reading;
+use crate::backend::telemetry::{Monitor, Reading};
 use crate::backend::{Backend, BackendInfo, PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction};
@@ -28,7 +29,6 @@ pub trait Vendor {
     /// Whether f32 normals go through the kernels too (they need the compiler then).
     const F32_NORMALS_NEED_KERNELS: bool;
 
-    fn telemetry(&mut self) -> Reading;
     /// The solvers the libraries list for a convolution or GEMM (None: the op's fixed names).
     fn library_solvers(&self, dev: &Dev<Self::Rt>, problem: &Problem) -> Option<Vec<String>>;
     /// The solver names of an op that the libraries do not list.
@@ -89,16 +89,31 @@ pub struct GpuBackend<V: Vendor> {
     vendor: V,
     dev: Dev<V::Rt>,
     info: BackendInfo,
+    /// Clock and temperature readings (none where the vendor's library did not open).
+    monitor: Option<Box<dyn Monitor>>,
     /// The project's kernels, compiled on first use.
     kernels: Option<Kernels<V::Rt>>,
 }
 
 impl<V: Vendor> GpuBackend<V> {
-    pub fn new(vendor: V, dev: Dev<V::Rt>, info: BackendInfo) -> GpuBackend<V> {
+    /// The backend over `vendor`; `monitor` is the vendor's management library with what it
+    /// reads (for the manifest's `telemetry` line), or why it did not open.
+    pub fn new<M: Monitor + 'static>(
+        vendor: V,
+        dev: Dev<V::Rt>,
+        mut info: BackendInfo,
+        monitor: Result<(M, &str), String>,
+    ) -> GpuBackend<V> {
+        let (line, monitor) = match monitor {
+            Ok((m, what)) => (what.to_string(), Some(Box::new(m) as Box<dyn Monitor>)),
+            Err(why) => (format!("none ({why})"), None),
+        };
+        info.versions.insert("telemetry".into(), line);
         GpuBackend {
             vendor,
             dev,
             info,
+            monitor,
             kernels: None,
         }
     }
@@ -120,7 +135,7 @@ impl<V: Vendor> Backend for GpuBackend<V> {
     }
 
     fn telemetry(&mut self) -> Reading {
-        self.vendor.telemetry()
+        self.monitor.as_ref().map(|m| m.read()).unwrap_or_default()
     }
 
     fn info(&self) -> BackendInfo {

@@ -4,10 +4,12 @@
 //! `stream-capture`), or launched eagerly (`eager`), so a sweep over both compares replay time
 //! with eager time. With `keep_outputs` each replay's output is copied into its own buffer and
 //! all are read at the end (seed 003: a later replay overwriting, or failing to refresh, an
-//! earlier replay's output).
+//! earlier replay's output). Both backends' sequences are a `GemmThenConv` of their library
+//! calls.
 
 use super::kernels::Kernels;
 use super::mem::Tensor;
+use super::run::Call;
 use super::runtime::{Ptr, Runtime, Stage};
 use super::{Dev, Device};
 use crate::backend::{PhaseSink, Prepared, UnitError};
@@ -107,6 +109,19 @@ pub struct Buffers<R: Runtime> {
 /// The backend's part of the sequence: mixed = GEMM(mix, x), then y = conv(mixed, filter).
 pub trait Sequence<R: Runtime> {
     fn launch(&mut self, b: &Buffers<R>) -> Result<(), UnitError>;
+}
+
+/// The sequence as both backends make it: a GEMM call, then a convolution call.
+pub struct GemmThenConv<G, C> {
+    pub gemm: G,
+    pub conv: C,
+}
+
+impl<R: Runtime, G: Call, C: Call> Sequence<R> for GemmThenConv<G, C> {
+    fn launch(&mut self, b: &Buffers<R>) -> Result<(), UnitError> {
+        self.gemm.launch(b.mix.ptr(), b.x.ptr(), b.mixed.ptr())?;
+        self.conv.launch(b.mixed.ptr(), b.filter.ptr(), b.y.ptr())
+    }
 }
 
 struct Steps<R: Runtime, S> {

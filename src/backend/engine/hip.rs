@@ -3,12 +3,12 @@
 //! hipRAND to. Kernels are compiled by hipRTC for the device's gfx target and their code object
 //! is checked before anyone loads it.
 
+use super::ffi::c_str_in;
 use super::runtime::{CopyKind, Program, Ptr, Runtime, Stage};
 use crate::backend::UnitError;
 use crate::backend::rocm::code_object::{self, Checked};
 use crate::backend::rocm::hip::{self, HipRef, Stream};
 use crate::backend::rocm::hiprtc::Hiprtc;
-use crate::backend::rocm::loader::c_str_in;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 

@@ -7,16 +7,21 @@
 //! - `timer`: launch-free device time behind the blocking kernel (and through graphs where the
 //!   runtime times that way) and per-call time; `Device::flush_cache`: cold samples;
 //! - `mem`: device and pinned memory, checked uploads and downloads;
-//! - `run`: a library call's unit (GEMM, convolution) with rotating operands;
+//! - `run`: a library call's unit (GEMM, convolution) with rotating operands; `gemm`: what GEMM
+//!   through cuBLASLt and hipBLASLt shares (the column-major view, the heuristic's solver names);
 //! - `kernels`: the project's own kernels (compiled by NVRTC or hipRTC behind
 //!   `Runtime::compile`), `graph`: capture and the graph op's replay bookkeeping, `probes`: the
-//!   copy, rng and cast probes.
+//!   copy, rng and cast probes;
+//! - `ffi`: the tables of raw symbols of libraries opened at run time (`api!`: the ROCm
+//!   libraries, ROCm SMI, NVML) and the C strings they return.
 //!
 //! The backends keep only what is truly vendor-specific: the libraries above, the compilers'
 //! options and checks, NVML and ROCm SMI, and where the libraries are found.
 
 pub mod backend;
 pub mod cuda;
+pub mod ffi;
+pub mod gemm;
 pub mod graph;
 pub mod hip;
 pub mod kernels;

@@ -9,8 +9,15 @@ use super::runtime::{Ptr, Runtime};
 use super::{Dev, Device};
 use crate::backend::{Prepared, UnitError};
 use crate::dtype::DType;
+use crate::op::conv2d::{Conv2d, ConvInputs};
+use crate::op::gemm::{Gemm, GemmInputs};
 use crate::tensor::HostData;
 use crate::timing::{Batch, Sample};
+
+/// Transform-domain convolution algorithms (FFT, Winograd) round in the transformed domain too;
+/// their error is a known multiple of a direct product's, not a bug (cuDNN's and MIOpen's units
+/// are checked with this factor).
+pub const TRANSFORM_ERROR_FACTOR: f64 = 32.0;
 
 /// A configured library call (descriptors, algorithm, workspace) the backend made.
 pub trait Call {
@@ -61,8 +68,26 @@ pub fn prepare<R: Runtime, C: Call + 'static>(
     })
 }
 
+/// A convolution's operands: its two inputs and its output's zeros.
+pub fn conv_operands<R: Runtime>(
+    dev: &Device<R>,
+    p: &Conv2d,
+    i: &ConvInputs,
+) -> Result<Operands<R>, UnitError> {
+    operands(dev, &i.a, &i.b, p.dtype, p.output_len())
+}
+
+/// A GEMM's operands: its two inputs and its output's zeros (of its output type).
+pub fn gemm_operands<R: Runtime>(
+    dev: &Device<R>,
+    p: &Gemm,
+    i: &GemmInputs,
+) -> Result<Operands<R>, UnitError> {
+    operands(dev, &i.a, &i.b, p.out_dtype, p.output_len())
+}
+
 /// The operands of a call with inputs `a` and `b` and `out_len` zeros of `out_dtype` as output.
-pub fn operands<R: Runtime>(
+fn operands<R: Runtime>(
     dev: &Device<R>,
     a: &HostData,
     b: &HostData,

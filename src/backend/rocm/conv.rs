@@ -8,7 +8,7 @@ use super::DevRef;
 use super::hip::Ptr;
 use super::miopen::{self, ConvAlgoPerf, ConvDesc, ConvSolution, Handle, MiopenRef, TensorDesc};
 use super::solvers::{self, Algo};
-use crate::backend::engine::{self, hip::HipRt};
+use crate::backend::engine;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs, Direction, Layout};
@@ -43,16 +43,16 @@ impl Descs {
         let t = dtype(p.dtype)?;
         let nhwc = p.layout == Layout::Nhwc;
         Ok(Descs {
-            h: Handle::new(lib, dev.stream.raw)?,
-            x: TensorDesc::new(lib, t, [g.n, g.c_in, g.h, g.w], nhwc)?,
-            w: TensorDesc::new(
+            h: miopen::handle(lib, dev.stream.raw)?,
+            x: miopen::tensor(lib, t, [g.n, g.c_in, g.h, g.w], nhwc)?,
+            w: miopen::tensor(
                 lib,
                 t,
                 [g.c_out, g.c_in / g.groups.max(1), g.kh, g.kw],
                 nhwc,
             )?,
-            y: TensorDesc::new(lib, t, [g.n, g.c_out, g.out_h(), g.out_w()], nhwc)?,
-            conv: ConvDesc::new(
+            y: miopen::tensor(lib, t, [g.n, g.c_out, g.out_h(), g.out_w()], nhwc)?,
+            conv: miopen::convolution(
                 lib,
                 (g.pad_h, g.pad_w),
                 (g.stride_h, g.stride_w),
@@ -67,204 +67,140 @@ impl Descs {
         &self.h.lib
     }
 
+    fn desc(&self, t: T) -> Ptr {
+        match t {
+            T::X => self.x.raw,
+            T::W => self.w.raw,
+            T::Y => self.y.raw,
+        }
+    }
+
+    /// The direction's two inputs and output in the order MIOpen's calls take them; `queries`:
+    /// the solution queries' and Immediate's order, which takes forward's inputs as (w, x).
+    fn order(&self, queries: bool) -> [T; 3] {
+        match self.dir {
+            Direction::Fwd if queries => [T::W, T::X, T::Y],
+            Direction::Fwd => [T::X, T::W, T::Y],
+            Direction::BwdData => [T::Y, T::W, T::X],
+            Direction::BwdWeights => [T::Y, T::X, T::W],
+        }
+    }
+
+    /// The handle, the two inputs, the convolution and the output, as the queries take them.
+    fn query(&self) -> (Ptr, Ptr, Ptr, Ptr, Ptr) {
+        let [a, b, out] = self.order(true).map(|t| self.desc(t));
+        (self.h.raw, a, b, self.conv.raw, out)
+    }
+
+    /// The descriptors of `order(queries)`, each with its buffer of `ptrs` ([`ConvCall::launch`]'s
+    /// a, b and out).
+    fn bound(&self, queries: bool, ptrs: [Ptr; 3]) -> [(Ptr, Ptr); 3] {
+        let roles = roles(self.dir);
+        self.order(queries).map(|t| {
+            let i = roles.iter().position(|&r| r == t).unwrap_or(0);
+            (self.desc(t), ptrs[i])
+        })
+    }
+
     /// The solutions MIOpen lists for the problem (in its own order, best first).
     fn solutions(&self) -> Result<Vec<ConvSolution>, UnitError> {
-        let l = self.lib();
-        let a = &l.api;
-        let (h, x, w, y, c) = (
-            self.h.raw,
-            self.x.raw,
-            self.w.raw,
-            self.y.raw,
-            self.conv.raw,
-        );
-        let mut count = 0usize;
-        // SAFETY: live descriptors in the order each query takes them; out-pointer to a usize.
-        let rc = unsafe {
-            match self.dir {
-                Direction::Fwd => {
-                    (a.miopenConvolutionForwardGetSolutionCount)(h, w, x, c, y, &mut count)
-                }
-                Direction::BwdData => {
-                    (a.miopenConvolutionBackwardDataGetSolutionCount)(h, y, w, c, x, &mut count)
-                }
-                Direction::BwdWeights => {
-                    (a.miopenConvolutionBackwardWeightsGetSolutionCount)(h, y, x, c, w, &mut count)
-                }
-            }
+        let (l, a) = (self.lib(), &self.lib().api);
+        let (count_of, get) = match self.dir {
+            Direction::Fwd => (
+                a.miopenConvolutionForwardGetSolutionCount,
+                a.miopenConvolutionForwardGetSolution,
+            ),
+            Direction::BwdData => (
+                a.miopenConvolutionBackwardDataGetSolutionCount,
+                a.miopenConvolutionBackwardDataGetSolution,
+            ),
+            Direction::BwdWeights => (
+                a.miopenConvolutionBackwardWeightsGetSolutionCount,
+                a.miopenConvolutionBackwardWeightsGetSolution,
+            ),
         };
+        let (h, d1, d2, c, out) = self.query();
+        let mut count = 0usize;
+        // SAFETY: live descriptors in the order the query takes them; out-pointer to a usize.
+        let rc = unsafe { count_of(h, d1, d2, c, out, &mut count) };
         l.check(rc, "GetSolutionCount")?;
         let mut v = vec![ConvSolution::default(); count.max(1)];
-        let mut got = 0usize;
-        let max = v.len();
+        let (mut got, max) = (0usize, v.len());
         // SAFETY: the buffer holds `max` solutions.
-        let rc = unsafe {
-            match self.dir {
-                Direction::Fwd => (a.miopenConvolutionForwardGetSolution)(
-                    h,
-                    w,
-                    x,
-                    c,
-                    y,
-                    max,
-                    &mut got,
-                    v.as_mut_ptr(),
-                ),
-                Direction::BwdData => (a.miopenConvolutionBackwardDataGetSolution)(
-                    h,
-                    y,
-                    w,
-                    c,
-                    x,
-                    max,
-                    &mut got,
-                    v.as_mut_ptr(),
-                ),
-                Direction::BwdWeights => (a.miopenConvolutionBackwardWeightsGetSolution)(
-                    h,
-                    y,
-                    x,
-                    c,
-                    w,
-                    max,
-                    &mut got,
-                    v.as_mut_ptr(),
-                ),
-            }
-        };
+        let rc = unsafe { get(h, d1, d2, c, out, max, &mut got, v.as_mut_ptr()) };
         l.check(rc, "GetSolution")?;
         v.truncate(got.min(max));
         Ok(v)
     }
 
     fn workspace(&self, id: u64) -> Result<usize, UnitError> {
-        let l = self.lib();
-        let a = &l.api;
-        let (h, x, w, y, c) = (
-            self.h.raw,
-            self.x.raw,
-            self.w.raw,
-            self.y.raw,
-            self.conv.raw,
-        );
+        let a = &self.lib().api;
+        let f = match self.dir {
+            Direction::Fwd => a.miopenConvolutionForwardGetSolutionWorkspaceSize,
+            Direction::BwdData => a.miopenConvolutionBackwardDataGetSolutionWorkspaceSize,
+            Direction::BwdWeights => a.miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize,
+        };
+        let (h, d1, d2, c, out) = self.query();
         let mut bytes = 0usize;
         // SAFETY: live descriptors; out-pointer to a usize.
-        let rc = unsafe {
-            match self.dir {
-                Direction::Fwd => (a.miopenConvolutionForwardGetSolutionWorkspaceSize)(
-                    h, w, x, c, y, id, &mut bytes,
-                ),
-                Direction::BwdData => (a.miopenConvolutionBackwardDataGetSolutionWorkspaceSize)(
-                    h, y, w, c, x, id, &mut bytes,
-                ),
-                Direction::BwdWeights => (a
-                    .miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize)(
-                    h, y, x, c, w, id, &mut bytes,
-                ),
-            }
-        };
-        l.check(rc, "GetSolutionWorkspaceSize")?;
+        let rc = unsafe { f(h, d1, d2, c, out, id, &mut bytes) };
+        self.lib().check(rc, "GetSolutionWorkspaceSize")?;
         Ok(bytes)
     }
 
     fn compile(&self, id: u64) -> Result<(), UnitError> {
-        let l = self.lib();
-        let a = &l.api;
-        let (h, x, w, y, c) = (
-            self.h.raw,
-            self.x.raw,
-            self.w.raw,
-            self.y.raw,
-            self.conv.raw,
-        );
-        // SAFETY: live descriptors.
-        let rc = unsafe {
-            match self.dir {
-                Direction::Fwd => (a.miopenConvolutionForwardCompileSolution)(h, w, x, c, y, id),
-                Direction::BwdData => {
-                    (a.miopenConvolutionBackwardDataCompileSolution)(h, y, w, c, x, id)
-                }
-                Direction::BwdWeights => {
-                    (a.miopenConvolutionBackwardWeightsCompileSolution)(h, y, x, c, w, id)
-                }
-            }
+        let a = &self.lib().api;
+        let f = match self.dir {
+            Direction::Fwd => a.miopenConvolutionForwardCompileSolution,
+            Direction::BwdData => a.miopenConvolutionBackwardDataCompileSolution,
+            Direction::BwdWeights => a.miopenConvolutionBackwardWeightsCompileSolution,
         };
-        l.check(rc, "CompileSolution")
+        let (h, d1, d2, c, out) = self.query();
+        // SAFETY: live descriptors.
+        let rc = unsafe { f(h, d1, d2, c, out, id) };
+        self.lib().check(rc, "CompileSolution")
     }
 
-    /// Runs miopenFindConvolution*Algorithm on device buffers (`pa`/`pb` as [`ConvCall::launch`]
-    /// takes them, `po` the result) with the workspace `wsp` of `ws_bytes`: its best algorithm
-    /// and the seconds the search took.
+    /// Runs miopenFindConvolution*Algorithm on device buffers (`bufs` as [`ConvCall::launch`]
+    /// takes them) with the workspace `wsp` of `ws_bytes`: its best algorithm and the seconds
+    /// the search took.
     fn find(
         &self,
-        (pa, pb, po): (Ptr, Ptr, Ptr),
+        bufs: [Ptr; 3],
         wsp: Ptr,
         ws_bytes: usize,
     ) -> Result<(ConvAlgoPerf, f64), UnitError> {
         let l = self.lib().clone();
         let api = &l.api;
+        let f = match self.dir {
+            Direction::Fwd => api.miopenFindConvolutionForwardAlgorithm,
+            Direction::BwdData => api.miopenFindConvolutionBackwardDataAlgorithm,
+            Direction::BwdWeights => api.miopenFindConvolutionBackwardWeightsAlgorithm,
+        };
         let mut perf = [ConvAlgoPerf::default(); 8];
         let mut got: c_int = 0;
-        let (h, x, w, y, c) = (
-            self.h.raw,
-            self.x.raw,
-            self.w.raw,
-            self.y.raw,
-            self.conv.raw,
-        );
+        let [(d1, p1), (d2, p2), (o, po)] = self.bound(false, bufs);
+        let (h, c) = (self.h.raw, self.conv.raw);
+        let (p1, p2) = (p1.cast_const(), p2.cast_const());
         let t = Instant::now();
         // SAFETY: live descriptors and device buffers sized for them; `perf` holds 8 entries.
         let rc = unsafe {
-            match self.dir {
-                Direction::Fwd => (api.miopenFindConvolutionForwardAlgorithm)(
-                    h,
-                    x,
-                    pa,
-                    w,
-                    pb,
-                    c,
-                    y,
-                    po,
-                    8,
-                    &mut got,
-                    perf.as_mut_ptr(),
-                    wsp,
-                    ws_bytes,
-                    false,
-                ),
-                Direction::BwdData => (api.miopenFindConvolutionBackwardDataAlgorithm)(
-                    h,
-                    y,
-                    pa,
-                    w,
-                    pb,
-                    c,
-                    x,
-                    po,
-                    8,
-                    &mut got,
-                    perf.as_mut_ptr(),
-                    wsp,
-                    ws_bytes,
-                    false,
-                ),
-                Direction::BwdWeights => (api.miopenFindConvolutionBackwardWeightsAlgorithm)(
-                    h,
-                    y,
-                    pb,
-                    x,
-                    pa,
-                    c,
-                    w,
-                    po,
-                    8,
-                    &mut got,
-                    perf.as_mut_ptr(),
-                    wsp,
-                    ws_bytes,
-                    false,
-                ),
-            }
+            f(
+                h,
+                d1,
+                p1,
+                d2,
+                p2,
+                c,
+                o,
+                po,
+                8,
+                &mut got,
+                perf.as_mut_ptr(),
+                wsp,
+                ws_bytes,
+                false,
+            )
         };
         l.check(rc, "miopenFindConvolution*Algorithm")?;
         let found = t.elapsed().as_secs_f64();
@@ -274,6 +210,24 @@ impl Descs {
             ));
         }
         Ok((perf[0], found))
+    }
+}
+
+/// One of a convolution's three tensors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum T {
+    X,
+    W,
+    Y,
+}
+
+/// The tensors a call of `dir` reads and writes, as [`ConvCall::launch`] takes them (a, b, out):
+/// (x, w) -> y forward, (dy, w) -> dx backward-data, (x, dy) -> dw backward-weights.
+fn roles(dir: Direction) -> [T; 3] {
+    match dir {
+        Direction::Fwd => [T::X, T::W, T::Y],
+        Direction::BwdData => [T::Y, T::W, T::X],
+        Direction::BwdWeights => [T::X, T::Y, T::W],
     }
 }
 
@@ -295,17 +249,13 @@ enum How {
     Found { algo: c_int },
 }
 
-/// A configured convolution (descriptors, how it runs, workspace), launchable on any operands.
+/// A configured convolution (descriptors, how it runs, workspace), launchable on any operands,
+/// and what a unit's row says about it.
 pub struct ConvCall {
     d: Descs,
     how: How,
     ws: Option<DevMem>,
     ws_bytes: usize,
-}
-
-/// A convolution unit's call: what MIOpen runs, and what the row says about it.
-struct ConvUnit {
-    call: ConvCall,
     algo: Option<Algo>,
     compile_s: Option<(f64, f64)>,
 }
@@ -353,14 +303,12 @@ pub fn prepare(
     d.compile(id)?;
     let warm = t.elapsed().as_secs_f64();
     phases.phase("alloc");
-    let ops = buffers(dev, p, i)?;
-    let unit = ConvUnit {
-        call: ConvCall {
-            d,
-            how: How::Immediate { id },
-            ws: dev.workspace(ws_bytes)?,
-            ws_bytes,
-        },
+    let ops = engine::run::conv_operands(dev, p, i)?;
+    let unit = ConvCall {
+        d,
+        how: How::Immediate { id },
+        ws: dev.workspace(ws_bytes)?,
+        ws_bytes,
         algo: solvers::algo(id).or_else(|| algo_of(lib, id)),
         compile_s: Some((cold, warm)),
     };
@@ -376,14 +324,6 @@ fn algo_of(lib: &MiopenRef, id: u64) -> Option<Algo> {
         .flatten()
 }
 
-fn buffers(
-    dev: &DevRef,
-    p: &Conv2d,
-    i: &ConvInputs,
-) -> Result<engine::run::Operands<HipRt>, UnitError> {
-    engine::run::operands(dev, &i.a, &i.b, p.dtype, p.output_len())
-}
-
 /// The `find` solver (and `default`): miopenFind*Algorithm benchmarks every applicable
 /// algorithm on the unit's own buffers, and its best becomes the call.
 fn prepare_find(
@@ -395,22 +335,20 @@ fn prepare_find(
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
     phases.phase("alloc");
-    let (a, b, out) = buffers(dev, p, i)?;
+    let (a, b, out) = engine::run::conv_operands(dev, p, i)?;
     // Find benchmarks every applicable algorithm: give it the largest workspace any listed
     // solution asks for.
     let ws_bytes = listed.iter().map(|s| s.workspace_size).max().unwrap_or(0);
     let ws = dev.workspace(ws_bytes)?;
     let wsp = ws.as_ref().map_or(std::ptr::null_mut(), |w| w.ptr);
     phases.phase("compile");
-    let bufs = (a.mem.ptr, b.mem.ptr, out.mem.ptr);
+    let bufs = [a.mem.ptr, b.mem.ptr, out.mem.ptr];
     let (best, found) = d.find(bufs, wsp, ws_bytes)?;
-    let unit = ConvUnit {
-        call: ConvCall {
-            d,
-            how: How::Found { algo: best.algo },
-            ws,
-            ws_bytes,
-        },
+    let unit = ConvCall {
+        d,
+        how: How::Found { algo: best.algo },
+        ws,
+        ws_bytes,
         algo: Algo::from_raw(best.algo),
         compile_s: Some((found, f64::NAN)),
     };
@@ -434,15 +372,18 @@ impl ConvCall {
             how: How::Immediate { id },
             ws: dev.workspace(ws_bytes)?,
             ws_bytes,
+            algo: None,
+            compile_s: None,
         })
     }
+}
 
-    /// `pa`/`pb` are (x, w) fwd, (dy, w) bwd-data, (x, dy) bwd-weights; `po` is the result.
-    pub fn launch(&self, pa: *const c_void, pb: *const c_void, po: Ptr) -> Result<(), UnitError> {
+impl engine::run::Call for ConvCall {
+    /// `a`/`b` are (x, w) fwd, (dy, w) bwd-data, (x, dy) bwd-weights; `out` is the result.
+    fn launch(&mut self, a: Ptr, b: Ptr, out: Ptr) -> Result<(), UnitError> {
         let l = self.d.lib();
         let api = &l.api;
-        let d = &self.d;
-        let (h, x, w, y, c) = (d.h.raw, d.x.raw, d.w.raw, d.y.raw, d.conv.raw);
+        let (h, c) = (self.d.h.raw, self.d.conv.raw);
         let ws = self.ws.as_ref().map_or(std::ptr::null_mut(), |m| m.ptr);
         let n = self.ws_bytes;
         let (alpha, beta) = (1.0f32, 0.0f32);
@@ -450,51 +391,44 @@ impl ConvCall {
             (&alpha as *const f32).cast::<c_void>(),
             (&beta as *const f32).cast::<c_void>(),
         );
+        let bufs = [a, b, out];
+        let immediate = matches!(self.how, How::Immediate { .. });
+        let [(d1, p1), (d2, p2), (o, po)] = self.d.bound(immediate, bufs);
+        let (p1, p2) = (p1.cast_const(), p2.cast_const());
         // SAFETY: live descriptors, device buffers sized for them, and a workspace of `n` bytes.
         let rc = unsafe {
-            match (&self.how, d.dir) {
-                (How::Immediate { id }, Direction::Fwd) => {
-                    (api.miopenConvolutionForwardImmediate)(h, w, pb, x, pa, c, y, po, ws, n, *id)
+            match self.how {
+                How::Immediate { id } => {
+                    let f = match self.d.dir {
+                        Direction::Fwd => api.miopenConvolutionForwardImmediate,
+                        Direction::BwdData => api.miopenConvolutionBackwardDataImmediate,
+                        Direction::BwdWeights => api.miopenConvolutionBackwardWeightsImmediate,
+                    };
+                    f(h, d1, p1, d2, p2, c, o, po, ws, n, id)
                 }
-                (How::Immediate { id }, Direction::BwdData) => (api
-                    .miopenConvolutionBackwardDataImmediate)(
-                    h, y, pa, w, pb, c, x, po, ws, n, *id,
-                ),
-                (How::Immediate { id }, Direction::BwdWeights) => (api
-                    .miopenConvolutionBackwardWeightsImmediate)(
-                    h, y, pb, x, pa, c, w, po, ws, n, *id,
-                ),
-                (How::Found { algo }, Direction::Fwd) => {
-                    (api.miopenConvolutionForward)(h, al, x, pa, w, pb, c, *algo, be, y, po, ws, n)
+                How::Found { algo } => {
+                    let f = match self.d.dir {
+                        Direction::Fwd => api.miopenConvolutionForward,
+                        Direction::BwdData => api.miopenConvolutionBackwardData,
+                        Direction::BwdWeights => api.miopenConvolutionBackwardWeights,
+                    };
+                    f(h, al, d1, p1, d2, p2, c, algo, be, o, po, ws, n)
                 }
-                (How::Found { algo }, Direction::BwdData) => (api.miopenConvolutionBackwardData)(
-                    h, al, y, pa, w, pb, c, *algo, be, x, po, ws, n,
-                ),
-                (How::Found { algo }, Direction::BwdWeights) => (api
-                    .miopenConvolutionBackwardWeights)(
-                    h, al, y, pb, x, pa, c, *algo, be, w, po, ws, n,
-                ),
             }
         };
         l.check(rc, "running the convolution")
     }
-}
-
-impl engine::run::Call for ConvUnit {
-    fn launch(&mut self, a: Ptr, b: Ptr, out: Ptr) -> Result<(), UnitError> {
-        self.call.launch(a.cast_const(), b.cast_const(), out)
-    }
 
     fn chosen(&self) -> String {
         let algo = self.algo.map_or("algorithm unknown", Algo::name);
-        match self.call.how {
+        match self.how {
             How::Immediate { id } => format!("miopen {} ({algo})", solvers::name(id)),
             How::Found { .. } => format!("miopen find: {algo}"),
         }
     }
 
     fn workspace_bytes(&self) -> u64 {
-        self.call.ws_bytes as u64
+        self.ws_bytes as u64
     }
 
     fn tolerance_factor(&self) -> f64 {

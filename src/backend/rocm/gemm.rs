@@ -9,6 +9,7 @@ use super::hipblaslt::{self as lt, HeuristicResult, HipblasltRef, Obj};
 use super::rocblas::{self as rb, RocblasRef};
 use super::{DevRef, Lib, need};
 use crate::backend::engine;
+use crate::backend::engine::gemm::{Heuristic, Scalars, WORKSPACE, col_major};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::gemm::{Gemm, GemmInputs};
@@ -18,7 +19,18 @@ use std::ffi::{c_int, c_void};
 pub const NAMES: &[&str] = &["hipblaslt", "rocblas"];
 
 const MAX_ALGOS: usize = 64;
-const WORKSPACE: u64 = 64 << 20;
+
+/// hipBLASLt's algorithms as solvers: `hipblaslt#<rank>-sol<index>`.
+const LT: Heuristic = Heuristic {
+    library: "hipBLASLt",
+    prefix: "hipblaslt#",
+    tag: "-sol",
+    first: &["hipblaslt"],
+    usage: "hipblaslt, hipblaslt#N, rocblas or all",
+    not_supported: "HIPBLAS_STATUS_NOT_SUPPORTED",
+    id_noun: "solution",
+    named: "",
+};
 
 pub fn hipblaslt_version(l: &HipblasltRef) -> String {
     match l.version {
@@ -36,12 +48,6 @@ struct Plan {
     b: Obj,
     c: Obj,
     pref: Obj,
-}
-
-fn shapes(p: &Gemm) -> ((usize, usize), (usize, usize)) {
-    let a = if p.trans_b { (p.k, p.n) } else { (p.n, p.k) };
-    let b = if p.trans_a { (p.m, p.k) } else { (p.k, p.m) };
-    (a, b)
 }
 
 impl Plan {
@@ -62,7 +68,7 @@ impl Plan {
         let scale = e.f32;
         let handle = Obj::handle(lib)?;
         let desc = Obj::matmul_desc(lib, compute, scale)?;
-        let ((ar, ac), (br, bc)) = shapes(p);
+        let ((ar, ac), (br, bc)) = col_major(p);
         let layout = |dt: DType, rows: usize, cols: usize| -> Result<Obj, UnitError> {
             // A leading dimension of at least 1, even for an empty matrix (both libraries refuse 0).
             let l = Obj::layout(
@@ -137,8 +143,8 @@ impl Plan {
     }
 }
 
-fn name(rank: usize, h: &HeuristicResult) -> String {
-    format!("hipblaslt#{rank}-sol{}", h.algo.index())
+fn index(h: &HeuristicResult) -> i32 {
+    h.algo.index()
 }
 
 /// The heuristic's algorithms as solver names, then rocBLAS. Where hipBLASLt cannot even list
@@ -154,7 +160,7 @@ pub fn enumerate(
         .ok()
         .map(|l| Plan::new(l, p).and_then(|plan| plan.heuristics()))
     {
-        Some(Ok(hs)) if !hs.is_empty() => hs.iter().enumerate().map(|(i, h)| name(i, h)).collect(),
+        Some(Ok(hs)) if !hs.is_empty() => LT.names(&hs, index),
         _ => vec!["hipblaslt".into()],
     };
     v.push("rocblas".into());
@@ -193,7 +199,7 @@ pub fn prepare(
         }
     };
     phases.phase("alloc");
-    let ops = engine::run::operands(dev, &i.a, &i.b, p.out_dtype, p.output_len())?;
+    let ops = engine::run::gemm_operands(dev, p, i)?;
     Ok(engine::run::prepare(dev, call, ops))
 }
 
@@ -209,7 +215,7 @@ fn rocblas_call(
         ));
     }
     let lib = need(rb_lib, "rocblas")?;
-    let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+    let handle = rb::handle(&lib, dev.stream.raw)?;
     Ok((Call::Rocblas { lib, handle }, 0))
 }
 
@@ -223,44 +229,9 @@ fn hipblaslt_call(
     let lib = need(lt_lib, "hipblaslt")?;
     let plan = Plan::new(&lib, p)?;
     let hs = plan.heuristics()?;
-    let rank = solver_rank(solver)?;
-    let Some(algo) = hs.get(rank).copied() else {
-        return Err(UnitError::Unsupported(format!(
-            "HIPBLAS_STATUS_NOT_SUPPORTED (the heuristic returned {} algorithms, none at rank {rank})",
-            hs.len()
-        )));
-    };
-    // A row must time the solution it names, even if the heuristic's order changed.
-    if let Some(want) = solver
-        .split("-sol")
-        .nth(1)
-        .and_then(|s| s.parse::<i32>().ok())
-        && algo.algo.index() != want
-    {
-        return Err(UnitError::Unsupported(format!(
-            "the heuristic's rank {rank} is now solution {} (the solver names {want})",
-            algo.algo.index()
-        )));
-    }
+    let algo = LT.pick(&hs, solver, index)?;
     let ws = algo.workspace_size;
     Ok((Call::Lt { plan, algo }, ws))
-}
-
-/// The heuristic rank a hipBLASLt solver name asks for: 0 for plain `hipblaslt`, else the `N`
-/// of `hipblaslt#N` (with or without its `-sol<index>`).
-fn solver_rank(solver: &str) -> Result<usize, UnitError> {
-    match solver {
-        "hipblaslt" => Ok(0),
-        other => other
-            .strip_prefix("hipblaslt#")
-            .and_then(|r| r.split('-').next())
-            .and_then(|r| r.parse::<usize>().ok())
-            .ok_or_else(|| {
-                UnitError::Unsupported(format!(
-                    "hipBLASLt has no solver `{other}` (use hipblaslt, hipblaslt#N, rocblas or all)"
-                ))
-            }),
-    }
 }
 
 /// Launches C = A x B (row-major) for the tensors at the given addresses.
@@ -290,10 +261,9 @@ fn launch_lt(
     pc: *mut c_void,
     ws: Option<&DevMem>,
 ) -> Result<(), UnitError> {
-    let (a32, b32) = (1.0f32, 0.0f32);
     // The scale type is always 32F (see Plan::new): f32 alpha and beta.
-    let (al, be): (*const c_void, *const c_void) =
-        ((&a32 as *const f32).cast(), (&b32 as *const f32).cast());
+    let one = Scalars::ONE;
+    let (al, be) = one.ptrs(false);
     let (wsp, wsn) = ws.map_or((std::ptr::null_mut(), 0), |w| (w.ptr, w.bytes));
     // SAFETY: live descriptors and device buffers sized for them; D aliases C (beta = 0).
     let rc = unsafe {
@@ -328,27 +298,19 @@ fn launch_rocblas(
     pb: *const c_void,
     pc: *mut c_void,
 ) -> Result<(), UnitError> {
-    let (a32, b32) = (1.0f32, 0.0f32);
-    let (a16, b16) = (half::f16::ONE, half::f16::ZERO);
     let ty = |d: DType| match d {
         DType::F16 => rb::F16,
         DType::Bf16 => rb::BF16,
         _ => rb::F32,
     };
-    let (compute, al, be): (c_int, *const c_void, *const c_void) = if p.compute == DType::F16 {
-        (
-            rb::F16,
-            (&a16 as *const half::f16).cast(),
-            (&b16 as *const half::f16).cast(),
-        )
+    let one = Scalars::ONE;
+    let (al, be) = one.ptrs(p.compute == DType::F16);
+    let compute = if p.compute == DType::F16 {
+        rb::F16
     } else {
-        (
-            rb::F32,
-            (&a32 as *const f32).cast(),
-            (&b32 as *const f32).cast(),
-        )
+        rb::F32
     };
-    let ((ar, ac), (br, bc)) = shapes(p);
+    let ((ar, ac), (br, bc)) = col_major(p);
     let int = |v: usize| {
         c_int::try_from(v).map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
     };
@@ -419,7 +381,7 @@ impl GemmCall {
             }
             None => {
                 let lib = need(rb_lib, "rocblas")?;
-                let handle = rb::Handle::new(&lib, dev.stream.raw)?;
+                let handle = rb::handle(&lib, dev.stream.raw)?;
                 (Call::Rocblas { lib, handle }, 0)
             }
         };

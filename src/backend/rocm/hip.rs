@@ -2,8 +2,9 @@
 //! the runtime itself, the stream, and the device's facts. What the engine does with them is in
 //! backend::engine::hip.
 
-use super::loader::{self, api, c_str, c_str_in};
+use super::loader::{self, Owned};
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str, c_str_in};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
 
@@ -128,11 +129,7 @@ impl Hip {
                 c_str((self.api.hipGetErrorString)(rc)),
             )
         };
-        Err(UnitError::Library {
-            library: "hip".into(),
-            code: name,
-            message: format!("{what}: {text}"),
-        })
+        Err(UnitError::library("hip", name, format!("{what}: {text}")))
     }
 
     pub fn error_name(&self, rc: c_int) -> String {
@@ -141,38 +138,28 @@ impl Hip {
     }
 }
 
-pub struct Stream {
-    hip: HipRef,
-    pub raw: Ptr,
-}
+/// The runtime's stream.
+pub type Stream = Owned<Hip>;
 
 impl Stream {
     pub fn new(hip: &HipRef) -> Result<Stream, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &hip.api;
         // SAFETY: out-pointer to a live handle.
-        hip.check(
-            unsafe { (hip.api.hipStreamCreate)(&mut raw) },
-            "hipStreamCreate",
-        )?;
-        Ok(Stream {
-            hip: hip.clone(),
-            raw,
-        })
+        let create = |r| unsafe { (a.hipStreamCreate)(r) };
+        Owned::make(
+            hip,
+            create,
+            |rc| hip.check(rc, "hipStreamCreate"),
+            a.hipStreamDestroy,
+        )
     }
 
     pub fn sync(&self) -> Result<(), UnitError> {
         // SAFETY: a live stream.
-        self.hip.check(
-            unsafe { (self.hip.api.hipStreamSynchronize)(self.raw) },
+        self.lib.check(
+            unsafe { (self.lib.api.hipStreamSynchronize)(self.raw) },
             "hipStreamSynchronize",
         )
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // SAFETY: created by hipStreamCreate, destroyed once.
-        unsafe { (self.hip.api.hipStreamDestroy)(self.raw) };
     }
 }
 

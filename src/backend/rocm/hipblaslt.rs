@@ -5,8 +5,9 @@
 //! runtime's release when libraries from two releases are mixed.
 
 use super::hip::Ptr;
-use super::loader::{self, api};
+use super::loader::{self, Owned};
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::api;
 use crate::dtype::DType;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -169,11 +170,7 @@ impl Hipblaslt {
         if rc == STATUS_NOT_SUPPORTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
-        Err(UnitError::Library {
-            library: "hipblaslt".into(),
-            code: name,
-            message: what.to_string(),
-        })
+        Err(UnitError::library("hipblaslt", name, what))
     }
 }
 
@@ -215,47 +212,28 @@ pub fn status_name(rc: c_int) -> String {
         .unwrap_or_else(|| format!("HIPBLAS_STATUS#{rc}"))
 }
 
-/// An owned hipBLASLt object of one kind, destroyed with its own function.
-pub struct Obj {
-    lib: HipblasltRef,
-    pub raw: H,
-    destroy: unsafe extern "C" fn(H) -> c_int,
-}
-
-impl Drop for Obj {
-    fn drop(&mut self) {
-        // SAFETY: created by the matching create call, destroyed once.
-        unsafe { (self.destroy)(self.raw) };
-    }
-}
+/// An owned hipBLASLt object (handle, matmul descriptor, layout, preference).
+pub type Obj = Owned<Hipblaslt>;
 
 impl Obj {
     pub fn handle(lib: &HipblasltRef) -> Result<Obj, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &lib.api;
         // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.hipblasLtCreate)(&mut raw) },
-            "hipblasLtCreate",
-        )?;
-        Ok(Obj {
-            lib: lib.clone(),
-            raw,
-            destroy: lib.api.hipblasLtDestroy,
-        })
+        let create = |r| unsafe { (a.hipblasLtCreate)(r) };
+        Owned::make(
+            lib,
+            create,
+            |rc| lib.check(rc, "hipblasLtCreate"),
+            a.hipblasLtDestroy,
+        )
     }
 
     pub fn matmul_desc(lib: &HipblasltRef, compute: c_int, scale: c_int) -> Result<Obj, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &lib.api;
         // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.hipblasLtMatmulDescCreate)(&mut raw, compute, scale) },
-            "hipblasLtMatmulDescCreate",
-        )?;
-        Ok(Obj {
-            lib: lib.clone(),
-            raw,
-            destroy: lib.api.hipblasLtMatmulDescDestroy,
-        })
+        let create = |r| unsafe { (a.hipblasLtMatmulDescCreate)(r, compute, scale) };
+        let check = |rc| lib.check(rc, "hipblasLtMatmulDescCreate");
+        Owned::make(lib, create, check, a.hipblasLtMatmulDescDestroy)
     }
 
     pub fn layout(
@@ -265,31 +243,19 @@ impl Obj {
         cols: u64,
         ld: i64,
     ) -> Result<Obj, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &lib.api;
         // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.hipblasLtMatrixLayoutCreate)(&mut raw, dtype, rows, cols, ld) },
-            "hipblasLtMatrixLayoutCreate",
-        )?;
-        Ok(Obj {
-            lib: lib.clone(),
-            raw,
-            destroy: lib.api.hipblasLtMatrixLayoutDestroy,
-        })
+        let create = |r| unsafe { (a.hipblasLtMatrixLayoutCreate)(r, dtype, rows, cols, ld) };
+        let check = |rc| lib.check(rc, "hipblasLtMatrixLayoutCreate");
+        Owned::make(lib, create, check, a.hipblasLtMatrixLayoutDestroy)
     }
 
     pub fn preference(lib: &HipblasltRef) -> Result<Obj, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &lib.api;
         // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.hipblasLtMatmulPreferenceCreate)(&mut raw) },
-            "hipblasLtMatmulPreferenceCreate",
-        )?;
-        Ok(Obj {
-            lib: lib.clone(),
-            raw,
-            destroy: lib.api.hipblasLtMatmulPreferenceDestroy,
-        })
+        let create = |r| unsafe { (a.hipblasLtMatmulPreferenceCreate)(r) };
+        let check = |rc| lib.check(rc, "hipblasLtMatmulPreferenceCreate");
+        Owned::make(lib, create, check, a.hipblasLtMatmulPreferenceDestroy)
     }
 
     /// Sets a plain-value attribute through `f` (one of the SetAttribute entry points).

@@ -1,8 +1,9 @@
 //! hipRAND: normal draws on the device (seed 000: randn_like giving zeros on gfx1151).
 
 use super::hip::Ptr;
-use super::loader::{self, api};
+use super::loader::{self, Owned};
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::api;
 use std::ffi::c_int;
 use std::sync::Arc;
 
@@ -66,56 +67,38 @@ impl Hiprand {
             1000 => "HIPRAND_STATUS_NOT_IMPLEMENTED",
             _ => "HIPRAND_STATUS_UNKNOWN",
         };
-        Err(UnitError::Library {
-            library: "hiprand".into(),
-            code: name.into(),
-            message: what.to_string(),
-        })
+        Err(UnitError::library("hiprand", name, what))
     }
 }
 
-pub struct Generator {
-    lib: HiprandRef,
-    pub raw: Ptr,
-}
+/// A Philox generator seeded and bound to a stream.
+pub struct Generator(Owned<Hiprand>);
 
 impl Generator {
     pub fn new(lib: &HiprandRef, seed: u64, stream: Ptr) -> Result<Generator, UnitError> {
-        let mut raw = std::ptr::null_mut();
+        let a = &lib.api;
         // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.hiprandCreateGenerator)(&mut raw, PHILOX4_32_10) },
-            "hiprandCreateGenerator(PHILOX4_32_10)",
-        )?;
-        let g = Generator {
-            lib: lib.clone(),
-            raw,
-        };
+        let create = |r| unsafe { (a.hiprandCreateGenerator)(r, PHILOX4_32_10) };
+        let check = |rc| lib.check(rc, "hiprandCreateGenerator(PHILOX4_32_10)");
+        let g = Owned::make(lib, create, check, a.hiprandDestroyGenerator)?;
         // SAFETY: a live generator and stream.
         unsafe {
             lib.check(
-                (lib.api.hiprandSetPseudoRandomGeneratorSeed)(raw, seed),
+                (a.hiprandSetPseudoRandomGeneratorSeed)(g.raw, seed),
                 "hiprandSetPseudoRandomGeneratorSeed",
             )?;
-            lib.check((lib.api.hiprandSetStream)(raw, stream), "hiprandSetStream")?;
+            lib.check((a.hiprandSetStream)(g.raw, stream), "hiprandSetStream")?;
         }
-        Ok(g)
-    }
-}
-
-impl Drop for Generator {
-    fn drop(&mut self) {
-        // SAFETY: created above, destroyed once.
-        unsafe { (self.lib.api.hiprandDestroyGenerator)(self.raw) };
+        Ok(Generator(g))
     }
 }
 
 impl crate::backend::engine::probes::Normals for Generator {
     fn generate(&mut self, out: Ptr, n: usize, mean: f32, std: f32) -> Result<(), UnitError> {
-        let lib = &self.lib;
+        let (lib, raw) = (&self.0.lib, self.0.raw);
         // SAFETY: `out` holds n f32 values, n even (the engine's contract).
         lib.check(
-            unsafe { (lib.api.hiprandGenerateNormal)(self.raw, out.cast(), n, mean, std) },
+            unsafe { (lib.api.hiprandGenerateNormal)(raw, out.cast(), n, mean, std) },
             "hiprandGenerateNormal",
         )
     }

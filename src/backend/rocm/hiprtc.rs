@@ -2,8 +2,9 @@
 //! symbols also live inside libamdhip64; from 7.0 only in libhiprtc.so.7.
 
 use super::hip::Hip;
-use super::loader::{self, api, c_str};
+use super::loader;
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str};
 use std::ffi::{CString, c_char, c_int, c_void};
 
 pub const SONAMES: &[&str] = &[
@@ -67,24 +68,20 @@ impl Hiprtc {
     fn err(&self, rc: c_int, what: &str, log: String) -> UnitError {
         // SAFETY: hiprtcGetErrorString returns a static NUL-terminated string for any code.
         let name = unsafe { c_str((self.api.hiprtcGetErrorString)(rc)) };
-        UnitError::Library {
-            library: "hiprtc".into(),
-            code: name,
-            message: if log.is_empty() {
-                what.to_string()
-            } else {
-                format!("{what}: {log}")
-            },
-        }
+        let message = if log.is_empty() {
+            what.to_string()
+        } else {
+            format!("{what}: {log}")
+        };
+        UnitError::library("hiprtc", name, message)
     }
 
     /// Compiles one source for `arch` (e.g. "gfx1030"; empty = the current device) into a code
     /// object for hipModuleLoadData.
     pub fn compile(&self, source: &str, name: &str, arch: &str) -> Result<Vec<u8>, UnitError> {
-        let bad = |what: &str| UnitError::Library {
-            library: "hiprtc".into(),
-            code: "HIPRTC_ERROR_INVALID_INPUT".into(),
-            message: format!("{what} contains a NUL byte"),
+        let bad = |what: &str| {
+            let message = format!("{what} contains a NUL byte");
+            UnitError::library("hiprtc", "HIPRTC_ERROR_INVALID_INPUT", message)
         };
         let src = CString::new(source).map_err(|_| bad("the kernel source"))?;
         let cname = CString::new(name).map_err(|_| bad("the program name"))?;

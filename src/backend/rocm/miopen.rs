@@ -1,10 +1,11 @@
-//! MIOpen (libMIOpen.so.1): raw symbols, status codes as Results named by MIOpen, and owning
-//! descriptor types. Workspace and solution queries take the weight descriptor before the input
+//! MIOpen (libMIOpen.so.1): raw symbols, status codes as Results named by MIOpen, and its owned
+//! handle and descriptors. Workspace and solution queries take the weight descriptor before the input
 //! descriptor (see ROCM-ABI.md).
 
 use super::hip::Ptr;
-use super::loader::{self, api, c_str};
+use super::loader::{self, Owned};
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
@@ -133,11 +134,11 @@ impl Miopen {
                 "{name} from {what}: {text}"
             )));
         }
-        Err(UnitError::Library {
-            library: "miopen".into(),
-            code: name,
-            message: format!("{what}: {text}"),
-        })
+        Err(UnitError::library(
+            "miopen",
+            name,
+            format!("{what}: {text}"),
+        ))
     }
 }
 
@@ -159,144 +160,100 @@ pub fn status_name(rc: c_int) -> String {
 }
 
 /// A MIOpen handle bound to a stream.
-pub struct Handle {
-    pub lib: MiopenRef,
-    pub raw: D,
-}
+pub type Handle = Owned<Miopen>;
 
-impl Handle {
-    pub fn new(lib: &MiopenRef, stream: Ptr) -> Result<Handle, UnitError> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: out-pointer to a live handle.
-        lib.check(unsafe { (lib.api.miopenCreate)(&mut raw) }, "miopenCreate")?;
-        let h = Handle {
-            lib: lib.clone(),
-            raw,
-        };
-        // SAFETY: a live handle and stream.
-        lib.check(
-            unsafe { (lib.api.miopenSetStream)(raw, stream) },
-            "miopenSetStream",
-        )?;
-        Ok(h)
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // SAFETY: created by miopenCreate, destroyed once.
-        unsafe { (self.lib.api.miopenDestroy)(self.raw) };
-    }
+/// A MIOpen handle on `stream`.
+pub fn handle(lib: &MiopenRef, stream: Ptr) -> Result<Handle, UnitError> {
+    let a = &lib.api;
+    // SAFETY: out-pointer to a live handle.
+    let create = |r| unsafe { (a.miopenCreate)(r) };
+    let h = Owned::make(
+        lib,
+        create,
+        |rc| lib.check(rc, "miopenCreate"),
+        a.miopenDestroy,
+    )?;
+    // SAFETY: a live handle and stream.
+    lib.check(
+        unsafe { (a.miopenSetStream)(h.raw, stream) },
+        "miopenSetStream",
+    )?;
+    Ok(h)
 }
 
 /// A 4-d tensor descriptor: dims in NCHW order, strides giving the memory layout.
-pub struct TensorDesc {
-    lib: MiopenRef,
-    pub raw: D,
+pub type TensorDesc = Owned<Miopen>;
+
+pub fn tensor(
+    lib: &MiopenRef,
+    dtype: c_int,
+    dims: [usize; 4],
+    nhwc: bool,
+) -> Result<TensorDesc, UnitError> {
+    let [_, c, h, w] = dims;
+    let strides = if nhwc {
+        [h * w * c, 1, w * c, c]
+    } else {
+        [c * h * w, h * w, w, 1]
+    };
+    let ints = |v: [usize; 4]| {
+        v.iter()
+            .map(|&v| c_int::try_from(v))
+            .collect::<Result<Vec<c_int>, _>>()
+            .map_err(|_| UnitError::Unsupported("a tensor dimension exceeds MIOpen's int".into()))
+    };
+    let (d, s) = (ints(dims)?, ints(strides)?);
+    let a = &lib.api;
+    // SAFETY: out-pointer to a live handle.
+    let create = |r| unsafe { (a.miopenCreateTensorDescriptor)(r) };
+    let check = |rc| lib.check(rc, "miopenCreateTensorDescriptor");
+    let t = Owned::make(lib, create, check, a.miopenDestroyTensorDescriptor)?;
+    // SAFETY: dims and strides hold 4 ints each.
+    lib.check(
+        unsafe { (a.miopenSetTensorDescriptor)(t.raw, dtype, 4, d.as_ptr(), s.as_ptr()) },
+        "miopenSetTensorDescriptor",
+    )?;
+    Ok(t)
 }
 
-impl TensorDesc {
-    pub fn new(
-        lib: &MiopenRef,
-        dtype: c_int,
-        dims: [usize; 4],
-        nhwc: bool,
-    ) -> Result<TensorDesc, UnitError> {
-        let [_, c, h, w] = dims;
-        let strides = if nhwc {
-            [h * w * c, 1, w * c, c]
-        } else {
-            [c * h * w, h * w, w, 1]
-        };
-        let too_big = || UnitError::Unsupported("a tensor dimension exceeds MIOpen's int".into());
-        let d: Vec<c_int> = dims
-            .iter()
-            .map(|&v| c_int::try_from(v).map_err(|_| too_big()))
-            .collect::<Result<_, _>>()?;
-        let s: Vec<c_int> = strides
-            .iter()
-            .map(|&v| c_int::try_from(v).map_err(|_| too_big()))
-            .collect::<Result<_, _>>()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.miopenCreateTensorDescriptor)(&mut raw) },
-            "miopenCreateTensorDescriptor",
-        )?;
-        let t = TensorDesc {
-            lib: lib.clone(),
-            raw,
-        };
-        // SAFETY: dims and strides hold 4 ints each.
-        lib.check(
-            unsafe { (lib.api.miopenSetTensorDescriptor)(raw, dtype, 4, d.as_ptr(), s.as_ptr()) },
-            "miopenSetTensorDescriptor",
-        )?;
-        Ok(t)
-    }
-}
+/// A convolution descriptor.
+pub type ConvDesc = Owned<Miopen>;
 
-impl Drop for TensorDesc {
-    fn drop(&mut self) {
-        // SAFETY: created above, destroyed once.
-        unsafe { (self.lib.api.miopenDestroyTensorDescriptor)(self.raw) };
-    }
-}
-
-pub struct ConvDesc {
-    lib: MiopenRef,
-    pub raw: D,
-}
-
-impl ConvDesc {
-    pub fn new(
-        lib: &MiopenRef,
-        pad: (usize, usize),
-        stride: (usize, usize),
-        dil: (usize, usize),
-        groups: usize,
-    ) -> Result<ConvDesc, UnitError> {
-        let i = |v: usize| c_int::try_from(v).unwrap_or(c_int::MAX);
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.miopenCreateConvolutionDescriptor)(&mut raw) },
-            "miopenCreateConvolutionDescriptor",
-        )?;
-        let c = ConvDesc {
-            lib: lib.clone(),
-            raw,
-        };
+pub fn convolution(
+    lib: &MiopenRef,
+    pad: (usize, usize),
+    stride: (usize, usize),
+    dil: (usize, usize),
+    groups: usize,
+) -> Result<ConvDesc, UnitError> {
+    let i = |v: usize| c_int::try_from(v).unwrap_or(c_int::MAX);
+    let a = &lib.api;
+    // SAFETY: out-pointer to a live handle.
+    let create = |r| unsafe { (a.miopenCreateConvolutionDescriptor)(r) };
+    let check = |rc| lib.check(rc, "miopenCreateConvolutionDescriptor");
+    let c = Owned::make(lib, create, check, a.miopenDestroyConvolutionDescriptor)?;
+    // SAFETY: a live descriptor.
+    lib.check(
+        unsafe {
+            (a.miopenInitConvolutionDescriptor)(
+                c.raw,
+                MODE_CONVOLUTION,
+                i(pad.0),
+                i(pad.1),
+                i(stride.0),
+                i(stride.1),
+                i(dil.0),
+                i(dil.1),
+            )
+        },
+        "miopenInitConvolutionDescriptor",
+    )?;
+    if groups > 1 {
         // SAFETY: a live descriptor.
         lib.check(
-            unsafe {
-                (lib.api.miopenInitConvolutionDescriptor)(
-                    raw,
-                    MODE_CONVOLUTION,
-                    i(pad.0),
-                    i(pad.1),
-                    i(stride.0),
-                    i(stride.1),
-                    i(dil.0),
-                    i(dil.1),
-                )
-            },
-            "miopenInitConvolutionDescriptor",
+            unsafe { (a.miopenSetConvolutionGroupCount)(c.raw, i(groups)) },
+            "miopenSetConvolutionGroupCount",
         )?;
-        if groups > 1 {
-            // SAFETY: a live descriptor.
-            lib.check(
-                unsafe { (lib.api.miopenSetConvolutionGroupCount)(raw, i(groups)) },
-                "miopenSetConvolutionGroupCount",
-            )?;
-        }
-        Ok(c)
     }
-}
-
-impl Drop for ConvDesc {
-    fn drop(&mut self) {
-        // SAFETY: created above, destroyed once.
-        unsafe { (self.lib.api.miopenDestroyConvolutionDescriptor)(self.raw) };
-    }
+    Ok(c)
 }

@@ -1,7 +1,7 @@
 //! The ROCm backend: HIP, hipRTC, MIOpen, hipBLASLt, rocBLAS and hipRAND, every library opened
 //! at run time (no ROCm at build time; one binary for ROCm 5.7, 6.x and 7.x). Each library has
-//! its own module in three layers: a table of raw symbols (`api!`), calls that turn status codes
-//! into Results with the library's own code names, and owning types that free what they hold.
+//! its own module in three layers: a table of raw symbols (the engine's `api!`), calls that turn
+//! status codes into Results with the library's own code names, and `loader::Owned` objects.
 //! A missing library disables only the ops that need it, with a message saying what was looked
 //! for where.
 //!
@@ -13,7 +13,6 @@
 pub(crate) mod code_object;
 mod conv;
 mod gemm;
-mod graph;
 pub mod hip;
 mod hipblaslt;
 mod hiprand;
@@ -27,7 +26,7 @@ mod smi;
 pub mod solvers;
 
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
-use super::engine::graph::Sequence;
+use super::engine::graph::{GemmThenConv, Sequence};
 use super::engine::probes::Normals;
 use super::engine::{self, hip::HipRt};
 use super::{BackendInfo, UnitError};
@@ -48,7 +47,7 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
         OpKind::Rng => vec!["hiprand-philox"],
         OpKind::Copy => vec!["hipMemcpy"],
         OpKind::Cast => vec!["hiprtc-cast"],
-        OpKind::Graph => graph::SOLVERS.to_vec(),
+        OpKind::Graph => engine::graph::SOLVERS.to_vec(),
     }
 }
 
@@ -92,15 +91,14 @@ impl Libs {
 /// The library, or an error row naming it and where it was looked for (or which kernels it
 /// lacks).
 fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
-    lib.clone().map_err(|why| UnitError::Library {
-        library: library.into(),
-        code: if why.contains(kdb::MISSING) {
+    lib.clone().map_err(|why| {
+        let missing = why.contains(kdb::MISSING);
+        let code = if missing {
             "KERNELS_MISSING"
         } else {
             "LIBRARY_NOT_FOUND"
-        }
-        .into(),
-        message: why,
+        };
+        UnitError::library(library, code, why)
     })
 }
 
@@ -110,8 +108,6 @@ pub type RocmBackend = GpuBackend<Rocm>;
 /// ROCm's libraries over the engine's device (the vendor half of the ROCm backend).
 pub struct Rocm {
     libs: Libs,
-    /// Clock and temperature readings, or why there are none.
-    smi: Result<smi::Smi, String>,
     /// Set when the process maps ROCm files from more than one tree: every unit is an error.
     mix: Option<String>,
 }
@@ -131,7 +127,7 @@ fn pci_bus_id(hip: &Hip) -> Result<String, String> {
             hip.error_name(rc)
         ));
     }
-    Ok(loader::c_str_in(&buf))
+    Ok(engine::ffi::c_str_in(&buf))
 }
 
 /// ROCm-related variables recorded in the manifest (the ones that change what the stack does).
@@ -323,13 +319,16 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
 
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
-        let (rocm, dev, info) = Rocm::open()?;
-        Ok(GpuBackend::new(rocm, dev, info))
+        let (rocm, dev, info, smi) = Rocm::open()?;
+        let monitor = smi.map(|s| (s, "ROCm SMI (system clock, temperature per unit)"));
+        Ok(GpuBackend::new(rocm, dev, info, monitor))
     }
 }
 
 impl Rocm {
-    fn open() -> Result<(Rocm, DevRef, BackendInfo), String> {
+    /// The vendor half, the device, the info, and ROCm SMI (or why it did not open).
+    #[allow(clippy::type_complexity)]
+    fn open() -> Result<(Rocm, DevRef, BackendInfo, Result<smi::Smi, String>), String> {
         let hip = Hip::load()?;
         let count = init_device(&hip)?;
         // SAFETY: device 0 exists (count > 0).
@@ -355,13 +354,6 @@ impl Rocm {
         describe_stack(&hip, &libs, &mut info.versions);
         describe_device(facts, &mut info.versions);
         let smi = pci_bus_id(&hip).and_then(|id| smi::Smi::open(&id));
-        info.versions.insert(
-            "telemetry".into(),
-            match &smi {
-                Ok(_) => "ROCm SMI (system clock, temperature per unit)".into(),
-                Err(why) => format!("none ({why})"),
-            },
-        );
         // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
         let mix = provenance::record_check(&mut info);
         let dev = Dev::new(HipRt {
@@ -370,7 +362,7 @@ impl Rocm {
             rtc: libs.hiprtc.as_ref().ok().cloned(),
             arch,
         });
-        Ok((Rocm { libs, smi, mix }, dev, info))
+        Ok((Rocm { libs, mix }, dev, info, smi))
     }
 
     fn miopen(&self) -> Result<miopen::MiopenRef, UnitError> {
@@ -384,10 +376,6 @@ impl Vendor for Rocm {
     const REFERENCE: &'static str = "gpu-direct-f64 (kernels/conv_ref.cu via hipRTC)";
     // hipRAND's f32 normals run where hipRTC did not load.
     const F32_NORMALS_NEED_KERNELS: bool = false;
-
-    fn telemetry(&mut self) -> crate::backend::telemetry::Reading {
-        self.smi.as_ref().map(|s| s.read()).unwrap_or_default()
-    }
 
     fn library_solvers(&self, dev: &DevRef, problem: &Problem) -> Option<Vec<String>> {
         let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
@@ -408,11 +396,7 @@ impl Vendor for Rocm {
 
     fn usable(&self) -> Result<(), UnitError> {
         match &self.mix {
-            Some(why) => Err(UnitError::Library {
-                library: "rocm".into(),
-                code: "MIXED_ROCM_TREES".into(),
-                message: why.clone(),
-            }),
+            Some(why) => Err(UnitError::library("rocm", "MIXED_ROCM_TREES", why.clone())),
             None => Ok(()),
         }
     }
@@ -443,15 +427,15 @@ impl Vendor for Rocm {
         self.miopen().map(|_| ())
     }
 
+    /// hipBLASLt's or rocBLAS's GEMM (as `default` picks), then MIOpen's first listed
+    /// convolution.
     fn sequence(&mut self, dev: &DevRef, p: &Graph) -> Result<Box<dyn Sequence<HipRt>>, UnitError> {
+        let miopen = self.miopen()?;
         let (lt, rb) = (&self.libs.hipblaslt, &self.libs.rocblas);
-        Ok(Box::new(graph::Sequence::new(
-            dev,
-            &self.miopen()?,
-            lt,
-            rb,
-            p,
-        )?))
+        Ok(Box::new(GemmThenConv {
+            gemm: gemm::GemmCall::new(dev, lt, rb, &p.gemm())?,
+            conv: conv::ConvCall::first_listed(dev, &miopen, &p.conv())?,
+        }))
     }
 }
 

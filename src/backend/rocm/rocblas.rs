@@ -3,8 +3,9 @@
 //! 6.x, 5 on 7.x.
 
 use super::hip::Ptr;
-use super::loader::{self, api, c_str, c_str_in};
+use super::loader::{self, Owned};
 use crate::backend::UnitError;
+use crate::backend::engine::ffi::{api, c_str, c_str_in};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
@@ -76,43 +77,24 @@ impl Rocblas {
         if rc == NOT_IMPLEMENTED {
             return Err(UnitError::Unsupported(format!("{name} from {what}")));
         }
-        Err(UnitError::Library {
-            library: "rocblas".into(),
-            code: name,
-            message: what.to_string(),
-        })
+        Err(UnitError::library("rocblas", name, what))
     }
 }
 
-pub struct Handle {
-    lib: RocblasRef,
-    pub raw: Ptr,
-}
+/// A rocBLAS handle bound to a stream.
+pub type Handle = Owned<Rocblas>;
 
-impl Handle {
-    pub fn new(lib: &RocblasRef, stream: Ptr) -> Result<Handle, UnitError> {
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: out-pointer to a live handle.
-        lib.check(
-            unsafe { (lib.api.rocblas_create_handle)(&mut raw) },
-            "rocblas_create_handle",
-        )?;
-        let h = Handle {
-            lib: lib.clone(),
-            raw,
-        };
-        // SAFETY: live handle and stream.
-        lib.check(
-            unsafe { (lib.api.rocblas_set_stream)(raw, stream) },
-            "rocblas_set_stream",
-        )?;
-        Ok(h)
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // SAFETY: created above, destroyed once.
-        unsafe { (self.lib.api.rocblas_destroy_handle)(self.raw) };
-    }
+/// A rocBLAS handle on `stream`.
+pub fn handle(lib: &RocblasRef, stream: Ptr) -> Result<Handle, UnitError> {
+    let a = &lib.api;
+    // SAFETY: out-pointer to a live handle.
+    let create = |r| unsafe { (a.rocblas_create_handle)(r) };
+    let check = |rc| lib.check(rc, "rocblas_create_handle");
+    let h = Owned::make(lib, create, check, a.rocblas_destroy_handle)?;
+    // SAFETY: live handle and stream.
+    lib.check(
+        unsafe { (a.rocblas_set_stream)(h.raw, stream) },
+        "rocblas_set_stream",
+    )?;
+    Ok(h)
 }

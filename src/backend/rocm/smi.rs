@@ -4,7 +4,8 @@
 //! rsmi_frequencies_t changed in ROCm 6.0 (library 7.0): a `bool has_deep_sleep` came first and
 //! the array grew from 32 to 33 entries; the layout is picked from rsmi_version_get's major.
 
-use crate::backend::telemetry::Reading;
+use crate::backend::engine::ffi::api;
+use crate::backend::telemetry::{Monitor, Reading};
 use std::ffi::{c_int, c_void};
 
 const SONAMES: &[&str] = &[
@@ -20,15 +21,24 @@ const RSMI_TEMP_CURRENT: c_int = 0;
 /// Edge first; junction (hotspot) where the edge sensor is not supported.
 const SENSORS: [u32; 2] = [0, 1];
 
-type ClockFn = unsafe extern "C" fn(u32, c_int, *mut c_void) -> c_int;
-type TempFn = unsafe extern "C" fn(u32, u32, c_int, *mut i64) -> c_int;
+api! {
+    pub struct SmiApi {
+        required {
+            rsmi_init: fn(u64) -> c_int;
+            rsmi_num_monitor_devices: fn(*mut u32) -> c_int;
+            rsmi_dev_pci_id_get: fn(u32, *mut u64) -> c_int;
+            rsmi_version_get: fn(*mut c_void) -> c_int;
+            rsmi_dev_gpu_clk_freq_get: fn(u32, c_int, *mut c_void) -> c_int;
+            rsmi_dev_temp_metric_get: fn(u32, u32, c_int, *mut i64) -> c_int;
+        }
+        optional {}
+    }
+}
 
 pub struct Smi {
-    _lib: std::sync::Arc<libloading::Library>,
+    api: SmiApi,
     device: u32,
     new_layout: bool,
-    clock: ClockFn,
-    temp: TempFn,
 }
 
 /// The current clock in MHz from an rsmi_frequencies_t (`buf`), in the old or new layout.
@@ -63,64 +73,60 @@ impl Smi {
             super::loader::open(SONAMES).map_err(|e| format!("ROCm SMI (librocm_smi64) {e}"))?;
         let want =
             bdfid(pci_bus_id).ok_or_else(|| format!("ROCm SMI: bad PCI bus id {pci_bus_id:?}"))?;
-        // SAFETY: each symbol is declared with ROCm SMI's C signature (rocm_smi.h); the library
-        // is kept alive by the struct.
+        let api = SmiApi::load(l.lib).map_err(|e| format!("ROCm SMI ({}): {e}", l.path))?;
+        // SAFETY: plain calls with out-pointers to live values.
         unsafe {
-            let get = |name: &[u8]| {
-                l.lib
-                    .get::<*mut c_void>(name)
-                    .map(|s| *s)
-                    .map_err(|e| format!("ROCm SMI ({}): {e}", l.path))
-            };
-            let init: unsafe extern "C" fn(u64) -> c_int =
-                std::mem::transmute(get(b"rsmi_init\0")?);
-            let count: unsafe extern "C" fn(*mut u32) -> c_int =
-                std::mem::transmute(get(b"rsmi_num_monitor_devices\0")?);
-            let pci: unsafe extern "C" fn(u32, *mut u64) -> c_int =
-                std::mem::transmute(get(b"rsmi_dev_pci_id_get\0")?);
-            let version: unsafe extern "C" fn(*mut c_void) -> c_int =
-                std::mem::transmute(get(b"rsmi_version_get\0")?);
-            let clock: ClockFn = std::mem::transmute(get(b"rsmi_dev_gpu_clk_freq_get\0")?);
-            let temp: TempFn = std::mem::transmute(get(b"rsmi_dev_temp_metric_get\0")?);
-            let rc = init(0);
+            let rc = (api.rsmi_init)(0);
             if rc != 0 {
                 return Err(format!("ROCm SMI: rsmi_init returned {rc}"));
             }
             let mut v = [0u32; 8];
-            let new_layout = version(v.as_mut_ptr().cast()) == 0 && v[0] >= 7;
+            let new_layout = (api.rsmi_version_get)(v.as_mut_ptr().cast()) == 0 && v[0] >= 7;
             let mut n = 0u32;
-            if count(&mut n) != 0 {
+            if (api.rsmi_num_monitor_devices)(&mut n) != 0 {
                 return Err("ROCm SMI: rsmi_num_monitor_devices failed".into());
             }
             let device = (0..n)
                 .find(|&i| {
                     let mut id = 0u64;
-                    pci(i, &mut id) == 0 && id == want
+                    (api.rsmi_dev_pci_id_get)(i, &mut id) == 0 && id == want
                 })
                 .ok_or_else(|| {
                     format!("ROCm SMI: no device at PCI bus id {pci_bus_id} ({n} devices)")
                 })?;
             Ok(Smi {
-                _lib: l.lib,
+                api,
                 device,
                 new_layout,
-                clock,
-                temp,
             })
         }
     }
+}
 
-    pub fn read(&self) -> Reading {
+impl Monitor for Smi {
+    fn read(&self) -> Reading {
         let mut buf = [0u8; 512];
         // SAFETY: the buffer is larger than either layout of rsmi_frequencies_t.
-        let clock =
-            (unsafe { (self.clock)(self.device, RSMI_CLK_TYPE_SYS, buf.as_mut_ptr().cast()) } == 0)
-                .then(|| current_mhz(&buf, self.new_layout))
-                .flatten();
+        let clock = (unsafe {
+            (self.api.rsmi_dev_gpu_clk_freq_get)(
+                self.device,
+                RSMI_CLK_TYPE_SYS,
+                buf.as_mut_ptr().cast(),
+            )
+        } == 0)
+            .then(|| current_mhz(&buf, self.new_layout))
+            .flatten();
         let temp = SENSORS.iter().find_map(|&sensor| {
             let mut milli = 0i64;
             // SAFETY: out-pointer to a live i64.
-            (unsafe { (self.temp)(self.device, sensor, RSMI_TEMP_CURRENT, &mut milli) } == 0)
+            (unsafe {
+                (self.api.rsmi_dev_temp_metric_get)(
+                    self.device,
+                    sensor,
+                    RSMI_TEMP_CURRENT,
+                    &mut milli,
+                )
+            } == 0)
                 .then_some(milli as f64 / 1000.0)
         });
         Reading {

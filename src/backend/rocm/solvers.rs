@@ -37,10 +37,10 @@ impl Algo {
         }
     }
 
-    /// FFT and Winograd transforms amplify rounding error (the same allowance the CUDA backend gives).
+    /// FFT and Winograd transforms amplify rounding error (the engine's allowance, as on CUDA).
     pub fn tolerance_factor(self) -> f64 {
         match self {
-            Algo::Fft | Algo::Winograd => 32.0,
+            Algo::Fft | Algo::Winograd => crate::backend::engine::run::TRANSFORM_ERROR_FACTOR,
             _ => 1.0,
         }
     }

@@ -21,7 +21,7 @@ mod graph;
 mod select;
 
 use super::buffers::{Addr, DevBuf, Gpu, Workspace, ws_ptr};
-use super::conv::TRANSFORM_ERROR_FACTOR;
+use crate::backend::engine::run::TRANSFORM_ERROR_FACTOR;
 use crate::backend::{PhaseSink, Prepared, UnitError};
 
 use crate::op::conv2d::{Conv2d, ConvInputs};
