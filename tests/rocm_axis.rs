@@ -115,6 +115,35 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
         (b.clone(), "64".to_string(), "zeros".to_string()),
     ];
     assert_eq!(rows(&out), want);
+    // The manifest names each tree's worker and its own files.
+    let man = rocsweep::results::manifest::read(&out).unwrap();
+    let trees: Vec<(&str, &str, &str)> = man
+        .rocm_trees
+        .iter()
+        .map(|t| (t.env.as_str(), t.rocm.as_str(), t.path.as_str()))
+        .collect();
+    let (ka, kb) = (format!("rocm={a}"), format!("rocm={b}"));
+    assert_eq!(
+        trees,
+        [
+            (ka.as_str(), a.as_str(), a.as_str()),
+            (kb.as_str(), b.as_str(), b.as_str())
+        ],
+        "{:?}",
+        man.rocm_trees
+    );
+    for (t, dir) in man.rocm_trees.iter().zip([&a, &b]) {
+        assert!(
+            t.tree.starts_with(&format!("prefix {dir} (from --rocm")),
+            "{}",
+            t.tree
+        );
+        assert!(!t.libraries.is_empty());
+        for f in &t.libraries {
+            assert!(f.path.starts_with(dir.as_str()), "{f:?} is not in {dir}");
+            assert_eq!(f.sha256.len(), 64, "{f:?}");
+        }
+    }
     // A resume finds a row for every unit of both trees.
     let o = rocsweep(tmp.path(), &["run", "--resume", &of], &model);
     assert_eq!(
@@ -155,6 +184,12 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
     let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap();
     assert!(
         md.contains(&format!("run@{a}")) && md.contains(&format!("run@{b}")),
+        "{md}"
+    );
+    // Each tree's own files: tree A's HIP runtime is ROCm 5's, tree B's ROCm 7's.
+    assert!(
+        md.contains(&format!("- only in A: `{a}/lib/libamdhip64.so.5.0.0`"))
+            && md.contains(&format!("- only in B: `{b}/lib/libamdhip64.so.7.0.0`")),
         "{md}"
     );
     // A label the run does not have is bad input naming its trees.
