@@ -16,6 +16,10 @@ use std::process::{Command, Output};
 /// rocsweep with a clean ROCm environment (no tree from the caller) and `model` as the fake's
 /// fault model.
 fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
+    rocsweep_with(tmp, args, model, &[])
+}
+
+fn rocsweep_with(tmp: &Path, args: &[&str], model: &Path, vars: &[(&str, &str)]) -> Output {
     let empty = tmp.join("empty-opt");
     std::fs::create_dir_all(&empty).unwrap();
     Command::new(env!("CARGO_BIN_EXE_rocsweep"))
@@ -30,6 +34,7 @@ fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
         .env("ROCSWEEP_OPT_DIR", &empty)
         .env("HOME", &empty)
         .env("FAKE_ROCM_MODEL", model)
+        .envs(vars.iter().copied())
         .output()
         .unwrap()
 }
@@ -261,4 +266,112 @@ fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
     let o = rocsweep(tmp.path(), &["probe", "--rocm", &a, "--rocm", &e], &model);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("only `run` takes several ROCm trees"));
+}
+
+/// Every file under `dir` with its bytes (what "nothing was changed" compares).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_resume_with_another_tree_or_changed_library_files_is_refused_and_changes_nothing() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _) = trees(tmp.path());
+    let healthy = model("healthy.toml");
+    let s = sweep(tmp.path(), "");
+    let out = tmp.path().join("run");
+    let (sf, of) = (s.display().to_string(), out.display().to_string());
+    // A run on tree A that stops with units left: m=32 crashes and so does the health probe.
+    let mut args = run_args(&sf, &of);
+    args.extend(["--rocm", &a]);
+    let fault = [("ROCSWEEP_TEST_FAULT", "m=32:segv@run;probe:segv@run")];
+    let o = rocsweep_with(tmp.path(), &args, &healthy, &fault);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let before = snapshot(&out);
+
+    // Tree B: refused, naming both trees and how to go on.
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &b],
+        &healthy,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "were run on the ROCm tree prefix {a} (from --rocm {a})"
+        )) && err.contains(&format!(
+            "this rocsweep would now use prefix {b} (from --rocm {b})"
+        )) && err.contains(&format!("rocsweep run --resume {of} --rocm {a}"))
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "the run directory is as it was");
+
+    // Tree A with a library file changed since: refused, naming the file.
+    let hip = Path::new(&a).join("lib/libamdhip64.so.5.0.0");
+    let original = std::fs::read(&hip).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"rebuilt");
+    std::fs::write(&hip, &changed).unwrap();
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &a],
+        &healthy,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its library files changed since the run recorded them")
+            && err.contains(&hip.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "the run directory is as it was");
+
+    // The recorded tree as it was: the resume runs the rest.
+    std::fs::write(&hip, &original).unwrap();
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &a],
+        &healthy,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let statuses: Vec<(String, String)> =
+        rows(&out).into_iter().map(|(_, m, st)| (m, st)).collect();
+    assert_eq!(
+        statuses,
+        [
+            ("32".to_string(), "crash".to_string()),
+            ("64".to_string(), "ok".to_string())
+        ]
+    );
 }

@@ -194,8 +194,10 @@ mod tests {
     fn a_run_with_per_tree_records_is_read_from_them_not_from_its_first_worker() {
         use crate::results::manifest::TreeRecord;
         let first = lib("/a/lib/libamdhip64.so.5", "aa");
-        let mut info = BackendInfo::default();
-        info.libraries = vec![first.clone()];
+        let info = BackendInfo {
+            libraries: vec![first.clone()],
+            ..BackendInfo::default()
+        };
         let record = |rocm: &str, f: LibraryFile| TreeRecord {
             env: format!("rocm={rocm}"),
             rocm: rocm.into(),

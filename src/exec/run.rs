@@ -86,7 +86,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     {
         return Ok(RunReport::nothing(None));
     }
-    if s.resuming() {
+    if let Some(old) = s.old.as_ref().filter(|_| s.resuming()) {
+        let extra = s.worker_spec(opts)?.extra_env;
+        super::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
         setup::check_resume_writable(&s.dir)?;
     }
     let Workers {
@@ -100,13 +102,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
-    let trees = {
-        let rocm = std::iter::once(&info)
-            .chain(&others)
-            .any(|i| i.backend == "rocm");
-        let seen: Vec<&BackendInfo> = std::iter::once(&info).chain(&others).collect();
-        TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env, rocm)
-    };
+    let seen: Vec<&BackendInfo> = std::iter::once(&info).chain(&others).collect();
+    let trees = TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env);
     if !others.is_empty() && s.old.is_none() {
         man.backends = std::iter::once(info.clone()).chain(others).collect();
     }

@@ -9,10 +9,12 @@
 
 use crate::backend::rocm::provenance::TREE_KEY;
 use crate::backend::{BackendInfo, LibraryFile};
-use crate::results::manifest::TreeRecord;
+use crate::error::CmdError;
+use crate::results::manifest::{Manifest, TreeRecord};
 use crate::rocm_tree::discover::{self, Choice, Places, ROCM_ENV};
 use crate::spec::expand::EnvCombo;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// The tree a worker of `combo` would choose: the supervisor's environment with the worker's
 /// own variables (`extra`: what every worker gets, then the combination's tree and variables).
@@ -43,8 +45,8 @@ impl TreeBook {
         seen: &[&BackendInfo],
         combos: &[EnvCombo],
         extra: &[(String, String)],
-        rocm: bool,
     ) -> TreeBook {
+        let rocm = seen.iter().any(|i| i.backend == "rocm");
         let mut book = TreeBook {
             records: old.to_vec(),
             ..TreeBook::default()
@@ -119,6 +121,123 @@ pub fn is_digest(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Before a resume changes anything: the trees its workers would use now must be the ones the
+/// run recorded (the same path, and library files with the recorded SHA-256), else its rows
+/// would mix two trees under one label. Bad input naming both trees and how to go on.
+pub fn check_resume(
+    dir: &Path,
+    old: &Manifest,
+    combos: &[EnvCombo],
+    extra: &[(String, String)],
+) -> Result<(), CmdError> {
+    let recorded = recorded_trees(old);
+    for r in &recorded {
+        let Some(combo) = combos.iter().find(|c| c.context_key() == r.env) else {
+            continue;
+        };
+        let now = tree_of(extra, combo);
+        let problem = match &now {
+            Err(why) => Some(format!("now no ROCm tree is found ({why})")),
+            Ok(c) if !same_tree(r, c) => Some(format!("this rocsweep would now use {}", c.line())),
+            Ok(_) => changed_files(&r.libraries).map(|files| {
+                format!("its library files changed since the run recorded them: {files}")
+            }),
+        };
+        if let Some(problem) = problem {
+            return Err(refusal(dir, r, combo, &problem));
+        }
+    }
+    Ok(())
+}
+
+/// The recorded trees: `rocm_trees`, or in a manifest written before them, the first worker's
+/// tree and files (for every combination: such a run had one tree).
+fn recorded_trees(m: &Manifest) -> Vec<TreeRecord> {
+    if !m.rocm_trees.is_empty() {
+        return m.rocm_trees.clone();
+    }
+    let Some(tree) = m
+        .backend
+        .versions
+        .get(TREE_KEY)
+        .filter(|t| !t.starts_with("none"))
+    else {
+        return Vec::new();
+    };
+    m.env_combos
+        .iter()
+        .map(EnvCombo::context_key)
+        .chain(m.env_combos.is_empty().then(String::new))
+        .map(|env| TreeRecord {
+            env,
+            tree: tree.clone(),
+            libraries: m.backend.libraries.clone(),
+            ..TreeRecord::default()
+        })
+        .collect()
+}
+
+/// Whether the tree found now is the recorded one: its path where recorded, else the tree
+/// part of the recorded line ("prefix /opt/rocm-6.2" of "prefix /opt/rocm-6.2 (from ...)").
+fn same_tree(r: &TreeRecord, now: &Choice) -> bool {
+    if r.path.is_empty() {
+        let label = now.found.tree.label();
+        r.tree == label || r.tree.starts_with(&format!("{label} (from "))
+    } else {
+        Path::new(&r.path) == now.found.tree.path
+    }
+}
+
+/// The recorded files whose contents are not what was recorded now ("libMIOpen.so.1 (/x/...):
+/// SHA-256 1234abcd... now 5678...; ..."), or None when each is as it was.
+fn changed_files(recorded: &[LibraryFile]) -> Option<String> {
+    let mut now: Vec<LibraryFile> = recorded
+        .iter()
+        .filter(|f| is_digest(&f.sha256))
+        .map(|f| LibraryFile {
+            path: f.path.clone(),
+            ..LibraryFile::default()
+        })
+        .collect();
+    super::libhash::complete(&mut now);
+    let changed: Vec<String> = now
+        .iter()
+        .filter_map(|n| {
+            let was = recorded.iter().find(|f| f.path == n.path)?;
+            (was.sha256 != n.sha256).then(|| {
+                let short = |s: &str| s.get(..12).unwrap_or(s).to_string();
+                let is = if is_digest(&n.sha256) {
+                    format!("now {}", short(&n.sha256))
+                } else {
+                    n.sha256.clone()
+                };
+                format!("{} (SHA-256 {}, {is})", n.path, short(&was.sha256))
+            })
+        })
+        .collect();
+    (!changed.is_empty()).then(|| changed.join("; "))
+}
+
+fn refusal(dir: &Path, r: &TreeRecord, combo: &EnvCombo, problem: &str) -> CmdError {
+    let d = dir.display();
+    let whose = match combo.key().as_str() {
+        "" => String::new(),
+        k => format!(" (env combination {k})"),
+    };
+    let go_on = if combo.rocm.is_some() || r.path.is_empty() {
+        "restore that tree, or start a new run (rocsweep run SWEEP --out NEW_DIR)".to_string()
+    } else {
+        format!(
+            "resume with the recorded tree (rocsweep run --resume {d} --rocm {}), or start a new run (rocsweep run SWEEP --out NEW_DIR)",
+            r.path
+        )
+    };
+    CmdError::BadInput(format!(
+        "cannot resume {d}: its rows{whose} were run on the ROCm tree {}, and {problem}; {go_on}; nothing was changed",
+        r.tree
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,7 +261,7 @@ mod tests {
         let a = dir.path().join("libamdhip64.so.6");
         std::fs::write(&a, b"abc").expect("write");
         let a = a.display().to_string();
-        let mut book = TreeBook::new(&[], &[], &[], &[], false);
+        let mut book = TreeBook::new(&[], &[], &[], &[]);
         book.note(
             "rocm=A;X=1",
             "A",
@@ -166,7 +285,38 @@ mod tests {
         assert_eq!(r[0].libraries[0].sha256, abc);
         assert_eq!(r[1].libraries[0].sha256, abc);
         // A resumed run keeps its records and adds none for a combination it has.
-        let again = TreeBook::new(&r, &[], &[], &[], false);
+        let again = TreeBook::new(&r, &[], &[], &[]);
         assert_eq!(again.records(), r);
+    }
+
+    #[test]
+    fn a_manifest_without_per_tree_records_is_checked_against_its_first_workers_tree() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let lib = dir.path().join("lib");
+        std::fs::create_dir_all(&lib).expect("mkdir");
+        std::fs::write(lib.join("libamdhip64.so.6"), b"").expect("write");
+        let choice = discover::choose(&Places {
+            flag: Some(dir.path().to_path_buf()),
+            ..Places::default()
+        })
+        .expect("a tree");
+        let label = choice.found.tree.label();
+        let old = |tree: &str| TreeRecord {
+            tree: tree.to_string(),
+            ..TreeRecord::default()
+        };
+        assert!(same_tree(
+            &old(&format!("{label} (from $ROCM_PATH=/x)")),
+            &choice
+        ));
+        assert!(!same_tree(
+            &old("prefix /opt/rocm-5.7 (from /opt/rocm)"),
+            &choice
+        ));
+        let by_path = TreeRecord {
+            path: dir.path().display().to_string(),
+            ..old("anything")
+        };
+        assert!(same_tree(&by_path, &choice));
     }
 }
