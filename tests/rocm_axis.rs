@@ -161,6 +161,20 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
     // The report has a panel per tree: its env labels name them.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains(&format!("rocm={b}")), "{summary}");
+    // Its provenance section names each tree, how it was chosen and its own files.
+    let trees_md = &summary[summary.find("## ROCm trees").expect("a ROCm trees section")..];
+    for (t, major) in [(&a, 5), (&b, 7)] {
+        assert!(
+            trees_md.contains(&format!("rocm={t}: prefix {t} (from --rocm {t})")),
+            "{trees_md}"
+        );
+        assert!(
+            trees_md.contains(&format!("| libamdhip64.so.{major}.0.0 | {major}.0.0 | `")),
+            "{trees_md}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>ROCm trees</h2>"));
 
     // One tree against the other, in the same run.
     let cmp = tmp.path().join("cmp");
