@@ -333,7 +333,7 @@ impl Target {
         // Several trees: each one's line.
         for versions in std::iter::once(&info.versions).chain(groups.iter().map(|g| &g.2.versions))
         {
-            if let Some(line) = crate::backend::rocm::provenance::first_line(versions) {
+            for line in crate::backend::rocm::provenance::first_lines(versions) {
                 crate::noteln!("{line}");
             }
         }
