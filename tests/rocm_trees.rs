@@ -224,12 +224,18 @@ fn miopen_runs_without_its_files_for_the_target_and_the_run_says_which_are_missi
              its units run (it compiles its kernels at first use and leaves out its CK grouped-convolution solvers), \
              slower than with them; the tree has them for gfx1151 but not for gfx1100: its device-gfx1100 package is not \
              installed (pip install \"rocm[libraries,device-gfx1100]\")",
-            site.join("_rocm_sdk_libraries_gfx1100/share/miopen/db").display(),
+            site.join("_rocm_sdk_libraries_gfx1100/share/miopen/db")
+                .display(),
             libs.join("libMIOpenCKGroupedConv_gfx1100.so").display()
         )
     );
-    // The manifest keeps it with the backend's versions.
+    // The manifest keeps it with the backend's versions and with the tree's record.
     let m = rocsweep::results::manifest::read(&tmp.path().join("run-other-device")).unwrap();
+    assert_eq!(m.rocm_trees.len(), 1, "{:?}", m.rocm_trees);
+    assert_eq!(
+        Some(m.rocm_trees[0].note.as_str()),
+        second.strip_prefix("rocm: note: ")
+    );
     assert!(
         m.backend.versions["MIOpen device files"]
             .contains("device-gfx1100 package is not installed"),

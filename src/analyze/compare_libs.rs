@@ -204,6 +204,7 @@ mod tests {
             tree: format!("prefix {rocm}"),
             path: rocm.into(),
             libraries: vec![f],
+            note: String::new(),
         };
         let trees = vec![
             record("/a", first.clone()),

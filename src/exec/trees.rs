@@ -107,6 +107,11 @@ impl TreeBook {
             tree: tree.clone(),
             path: self.paths.get(env).cloned().unwrap_or_default(),
             libraries,
+            note: info
+                .versions
+                .get(crate::backend::rocm::provenance::MIOPEN_KEY)
+                .cloned()
+                .unwrap_or_default(),
         });
     }
 

@@ -265,6 +265,9 @@ fn trees(h: &mut String, f: &Facts) {
     );
     for g in groups {
         let _ = writeln!(h, "<p><b>{}</b></p>", escape(&g.heading()));
+        if !g.note.is_empty() {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(&g.note));
+        }
         table(h, &g.table(), MAX_TABLE_ROWS);
     }
 }

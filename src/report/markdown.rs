@@ -116,6 +116,9 @@ fn trees(s: &mut String, f: &Facts) {
     let _ = writeln!(s, "\n## ROCm trees\n\n{}", super::provenance::NOTE);
     for g in groups {
         let _ = writeln!(s, "\n{}\n", cell(&g.heading()));
+        if !g.note.is_empty() {
+            let _ = writeln!(s, "Note: {}\n", cell(&g.note));
+        }
         s.push_str(&table(&g.table(), MAX_TABLE_ROWS));
     }
 }

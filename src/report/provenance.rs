@@ -5,7 +5,7 @@
 //! manifest.json). Made once here; each format only lays it out.
 
 use crate::backend::LibraryFile;
-use crate::backend::rocm::provenance::TREE_KEY;
+use crate::backend::rocm::provenance::{MIOPEN_KEY, TREE_KEY};
 use crate::markup::table::{Cell, Table};
 use crate::results::manifest::{Manifest, TreeRecord};
 
@@ -18,6 +18,8 @@ pub struct TreeGroup {
     /// The env combinations (context keys) of this group; empty when they are all the tree's.
     pub envs: Vec<String>,
     pub libraries: Vec<LibraryFile>,
+    /// What the tree lacks for the device (MIOpen's db or CK libraries), if anything.
+    pub note: String,
 }
 
 impl TreeGroup {
@@ -77,6 +79,12 @@ pub fn groups(m: &Manifest) -> Vec<TreeGroup> {
                 rocm: String::new(),
                 envs: Vec::new(),
                 libraries: m.backend.libraries.clone(),
+                note: m
+                    .backend
+                    .versions
+                    .get(MIOPEN_KEY)
+                    .cloned()
+                    .unwrap_or_default(),
             })
             .into_iter()
             .collect();
@@ -91,6 +99,7 @@ pub fn groups(m: &Manifest) -> Vec<TreeGroup> {
                     rocm: r.rocm.clone(),
                     envs: Vec::new(),
                     libraries: r.libraries.clone(),
+                    note: r.note.clone(),
                 },
                 vec![r.env.clone()],
             )),
@@ -113,6 +122,7 @@ pub fn groups(m: &Manifest) -> Vec<TreeGroup> {
 fn same_files(g: &TreeGroup, r: &TreeRecord) -> bool {
     g.rocm == r.rocm
         && g.tree == r.tree
+        && g.note == r.note
         && g.libraries.len() == r.libraries.len()
         && g.libraries
             .iter()
@@ -133,6 +143,7 @@ mod tests {
             rocm: rocm.into(),
             tree: format!("prefix {rocm} (from --rocm {rocm})"),
             path: rocm.into(),
+            note: String::new(),
             libraries: files
                 .iter()
                 .map(|(p, sha)| LibraryFile {

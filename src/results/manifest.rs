@@ -80,6 +80,10 @@ pub struct TreeRecord {
     /// Every vendor library file mapped into the worker: path, soname, version, SHA-256.
     #[serde(default)]
     pub libraries: Vec<crate::backend::LibraryFile>,
+    /// What the tree lacks for the device that its libraries run without (MIOpen's db or CK
+    /// libraries for the target), as the worker said it; empty when nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// What `rocsweep merge` joined, and what it found missing (with `--allow-missing`).

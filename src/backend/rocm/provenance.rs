@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 pub const TREE_KEY: &str = "ROCm tree";
 /// The key of the notes about sources passed over (`ROCM_PATH` pointing nowhere).
 pub const NOTES_KEY: &str = "ROCm tree notes";
+/// The key of what MIOpen lacks for the device's target (`kdb::miopen_note`).
+pub use super::kdb::MIOPEN_KEY;
 /// The key of the mapped-files check's result.
 pub const MAPPED_KEY: &str = "ROCm libraries mapped";
 
