@@ -16,15 +16,54 @@ use crate::spec::expand::EnvCombo;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// The tree a worker of `combo` would choose: the supervisor's environment with the worker's
-/// own variables (`extra`: what every worker gets, then the combination's tree and variables).
-pub fn tree_of(extra: &[(String, String)], combo: &EnvCombo) -> Result<Choice, String> {
+/// The variables discovery reads (`Places::from_lookup`); the others cannot change a tree.
+const DISCOVERY_VARS: &[&str] = &[
+    ROCM_ENV,
+    discover::LIB_DIR_ENV,
+    discover::OPT_ENV,
+    "ROCM_PATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PATH",
+    "PYENV_VERSION",
+    "HOME",
+    "LD_LIBRARY_PATH",
+];
+
+fn overrides(extra: &[(String, String)], combo: &EnvCombo) -> Vec<(String, String)> {
     let mut vars: Vec<(String, String)> = extra.to_vec();
     if let Some(t) = &combo.rocm {
         vars.push((ROCM_ENV.to_string(), t.path.clone()));
     }
     vars.extend(combo.vars.iter().cloned());
-    discover::choose(&Places::with_overrides(&vars))
+    vars.retain(|(k, _)| DISCOVERY_VARS.contains(&k.as_str()));
+    vars
+}
+
+/// The tree a worker of each combination would choose: the supervisor's environment with the
+/// worker's own variables (`extra`: what every worker gets, then the combination's tree and
+/// variables), found once per distinct set of the variables discovery reads (a sweep of many
+/// combinations over a few trees looks each tree up once).
+struct Finder<'a> {
+    extra: &'a [(String, String)],
+    found: HashMap<Vec<(String, String)>, Result<Choice, String>>,
+}
+
+impl<'a> Finder<'a> {
+    fn new(extra: &'a [(String, String)]) -> Finder<'a> {
+        Finder {
+            extra,
+            found: HashMap::new(),
+        }
+    }
+
+    fn tree(&mut self, combo: &EnvCombo) -> Result<Choice, String> {
+        let key = overrides(self.extra, combo);
+        self.found
+            .entry(key)
+            .or_insert_with_key(|k| discover::choose(&Places::with_overrides(k)))
+            .clone()
+    }
 }
 
 /// The trees recorded so far in a run: one per env combination whose worker started.
@@ -62,8 +101,9 @@ impl TreeBook {
                 .or_insert_with(|| f.clone());
         }
         if rocm {
+            let mut finder = Finder::new(extra);
             for c in combos {
-                if let Ok(choice) = tree_of(extra, c) {
+                if let Ok(choice) = finder.tree(c) {
                     let path = choice.found.tree.path.display().to_string();
                     book.paths.insert(c.context_key(), path);
                 }
@@ -136,11 +176,12 @@ pub fn check_resume(
     extra: &[(String, String)],
 ) -> Result<(), CmdError> {
     let recorded = recorded_trees(old);
+    let mut finder = Finder::new(extra);
     for r in &recorded {
         let Some(combo) = combos.iter().find(|c| c.context_key() == r.env) else {
             continue;
         };
-        let now = tree_of(extra, combo);
+        let now = finder.tree(combo);
         let problem = match &now {
             Err(why) => Some(format!("now no ROCm tree is found ({why})")),
             Ok(c) if !same_tree(r, c) => Some(format!("this rocsweep would now use {}", c.line())),
@@ -161,11 +202,14 @@ fn recorded_trees(m: &Manifest) -> Vec<TreeRecord> {
     if !m.rocm_trees.is_empty() {
         return m.rocm_trees.clone();
     }
+    // A run over several trees names each combination's tree itself; its first worker's line
+    // is one tree's only.
+    let several = crate::spec::expand::several_trees(&m.env_combos);
     let Some(tree) = m
         .backend
         .versions
         .get(TREE_KEY)
-        .filter(|t| !t.starts_with("none"))
+        .filter(|t| !t.starts_with("none") && !several)
     else {
         return Vec::new();
     };
