@@ -16,6 +16,10 @@ use std::process::{Command, Output};
 /// rocsweep with a clean ROCm environment (no tree from the caller) and `model` as the fake's
 /// fault model.
 fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
+    rocsweep_with(tmp, args, model, &[])
+}
+
+fn rocsweep_with(tmp: &Path, args: &[&str], model: &Path, vars: &[(&str, &str)]) -> Output {
     let empty = tmp.join("empty-opt");
     std::fs::create_dir_all(&empty).unwrap();
     Command::new(env!("CARGO_BIN_EXE_rocsweep"))
@@ -30,6 +34,7 @@ fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
         .env("ROCSWEEP_OPT_DIR", &empty)
         .env("HOME", &empty)
         .env("FAKE_ROCM_MODEL", model)
+        .envs(vars.iter().copied())
         .output()
         .unwrap()
 }
@@ -115,6 +120,35 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
         (b.clone(), "64".to_string(), "zeros".to_string()),
     ];
     assert_eq!(rows(&out), want);
+    // The manifest names each tree's worker and its own files.
+    let man = rocsweep::results::manifest::read(&out).unwrap();
+    let trees: Vec<(&str, &str, &str)> = man
+        .rocm_trees
+        .iter()
+        .map(|t| (t.env.as_str(), t.rocm.as_str(), t.path.as_str()))
+        .collect();
+    let (ka, kb) = (format!("rocm={a}"), format!("rocm={b}"));
+    assert_eq!(
+        trees,
+        [
+            (ka.as_str(), a.as_str(), a.as_str()),
+            (kb.as_str(), b.as_str(), b.as_str())
+        ],
+        "{:?}",
+        man.rocm_trees
+    );
+    for (t, dir) in man.rocm_trees.iter().zip([&a, &b]) {
+        assert!(
+            t.tree.starts_with(&format!("prefix {dir} (from --rocm")),
+            "{}",
+            t.tree
+        );
+        assert!(!t.libraries.is_empty());
+        for f in &t.libraries {
+            assert!(f.path.starts_with(dir.as_str()), "{f:?} is not in {dir}");
+            assert_eq!(f.sha256.len(), 64, "{f:?}");
+        }
+    }
     // A resume finds a row for every unit of both trees.
     let o = rocsweep(tmp.path(), &["run", "--resume", &of], &model);
     assert_eq!(
@@ -127,6 +161,20 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
     // The report has a panel per tree: its env labels name them.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains(&format!("rocm={b}")), "{summary}");
+    // Its provenance section names each tree, how it was chosen and its own files.
+    let trees_md = &summary[summary.find("## ROCm trees").expect("a ROCm trees section")..];
+    for (t, major) in [(&a, 5), (&b, 7)] {
+        assert!(
+            trees_md.contains(&format!("rocm={t}: prefix {t} (from --rocm {t})")),
+            "{trees_md}"
+        );
+        assert!(
+            trees_md.contains(&format!("| libamdhip64.so.{major}.0.0 | {major}.0.0 | `")),
+            "{trees_md}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<h2>ROCm trees</h2>"));
 
     // One tree against the other, in the same run.
     let cmp = tmp.path().join("cmp");
@@ -155,6 +203,12 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
     let md = std::fs::read_to_string(cmp.join("compare.md")).unwrap();
     assert!(
         md.contains(&format!("run@{a}")) && md.contains(&format!("run@{b}")),
+        "{md}"
+    );
+    // Each tree's own files: tree A's HIP runtime is ROCm 5's, tree B's ROCm 7's.
+    assert!(
+        md.contains(&format!("- only in A: `{a}/lib/libamdhip64.so.5.0.0`"))
+            && md.contains(&format!("- only in B: `{b}/lib/libamdhip64.so.7.0.0`")),
         "{md}"
     );
     // A label the run does not have is bad input naming its trees.
@@ -226,4 +280,112 @@ fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
     let o = rocsweep(tmp.path(), &["probe", "--rocm", &a, "--rocm", &e], &model);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("only `run` takes several ROCm trees"));
+}
+
+/// Every file under `dir` with its bytes (what "nothing was changed" compares).
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_resume_with_another_tree_or_changed_library_files_is_refused_and_changes_nothing() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _) = trees(tmp.path());
+    let healthy = model("healthy.toml");
+    let s = sweep(tmp.path(), "");
+    let out = tmp.path().join("run");
+    let (sf, of) = (s.display().to_string(), out.display().to_string());
+    // A run on tree A that stops with units left: m=32 crashes and so does the health probe.
+    let mut args = run_args(&sf, &of);
+    args.extend(["--rocm", &a]);
+    let fault = [("ROCSWEEP_TEST_FAULT", "m=32:segv@run;probe:segv@run")];
+    let o = rocsweep_with(tmp.path(), &args, &healthy, &fault);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let before = snapshot(&out);
+
+    // Tree B: refused, naming both trees and how to go on.
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &b],
+        &healthy,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "were run on the ROCm tree prefix {a} (from --rocm {a})"
+        )) && err.contains(&format!(
+            "this rocsweep would now use prefix {b} (from --rocm {b})"
+        )) && err.contains(&format!("rocsweep run --resume {of} --rocm {a}"))
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "the run directory is as it was");
+
+    // Tree A with a library file changed since: refused, naming the file.
+    let hip = Path::new(&a).join("lib/libamdhip64.so.5.0.0");
+    let original = std::fs::read(&hip).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"rebuilt");
+    std::fs::write(&hip, &changed).unwrap();
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &a],
+        &healthy,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its library files changed since the run recorded them")
+            && err.contains(&hip.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "the run directory is as it was");
+
+    // The recorded tree as it was: the resume runs the rest.
+    std::fs::write(&hip, &original).unwrap();
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of, "--rocm", &a],
+        &healthy,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let statuses: Vec<(String, String)> =
+        rows(&out).into_iter().map(|(_, m, st)| (m, st)).collect();
+    assert_eq!(
+        statuses,
+        [
+            ("32".to_string(), "crash".to_string()),
+            ("64".to_string(), "ok".to_string())
+        ]
+    );
 }

@@ -196,6 +196,81 @@ fn a_venv_without_the_device_package_makes_rocblas_and_hipblaslt_units_errors_na
     }
 }
 
+const CONV: &str = "op = \"conv2d\"\n[axes]\nn = 1\nc_in = 3\nc_out = 8\nh = 8\nsolver = \"ConvDirectNaiveConvFwd\"\n";
+
+#[test]
+fn miopen_runs_without_its_files_for_the_target_and_the_run_says_which_are_missing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The device package installed (the fake device is a gfx1100): nothing to say.
+    let venv = tmp.path().join("venv");
+    fake_therock(&venv, &[]);
+    let o = rocsweep_conv(tmp.path(), "with-device", &venv);
+    assert_eq!(o.0, ["ok"], "{}", o.1);
+    assert!(!o.1.contains("MIOpen lacks"), "{}", o.1);
+    // The device files of another target only (the gfx1151 package, not the gfx1100 one): MIOpen
+    // still runs, as the real one does, and the run's second line names what it lacks and what
+    // provides it.
+    let other = tmp.path().join("other");
+    let site = fake_therock(&other, &["device"]);
+    let libs = site.join("_rocm_sdk_libraries_gfx1100/lib");
+    device_files(&libs, "gfx1151");
+    let o = rocsweep_conv(tmp.path(), "other-device", &other);
+    assert_eq!(o.0, ["ok"], "MIOpen's units run: {}", o.1);
+    let second = o.1.lines().nth(1).unwrap_or_default();
+    assert_eq!(
+        second,
+        format!(
+            "rocm: note: MIOpen lacks its db for gfx1100 (nothing for it in {}) and its CK grouped-convolution library {}: \
+             its units run (it compiles its kernels at first use and leaves out its CK grouped-convolution solvers), \
+             slower than with them; the tree has them for gfx1151 but not for gfx1100: its device-gfx1100 package is not \
+             installed (pip install \"rocm[libraries,device-gfx1100]\")",
+            site.join("_rocm_sdk_libraries_gfx1100/share/miopen/db")
+                .display(),
+            libs.join("libMIOpenCKGroupedConv_gfx1100.so").display()
+        )
+    );
+    // The manifest keeps it with the backend's versions and with the tree's record.
+    let m = rocsweep::results::manifest::read(&tmp.path().join("run-other-device")).unwrap();
+    assert_eq!(m.rocm_trees.len(), 1, "{:?}", m.rocm_trees);
+    assert_eq!(
+        Some(m.rocm_trees[0].note.as_str()),
+        second.strip_prefix("rocm: note: ")
+    );
+    assert!(
+        m.backend.versions["MIOpen device files"]
+            .contains("device-gfx1100 package is not installed"),
+        "{:?}",
+        m.backend.versions
+    );
+}
+
+/// A one-unit MIOpen sweep in the venv: (statuses, stderr).
+fn rocsweep_conv(tmp: &Path, name: &str, venv: &Path) -> (Vec<String>, String) {
+    let file = tmp.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!("name = \"{name}\"\nbackend = \"rocm\"\n{CONV}[timing]\nenabled = false\n"),
+    )
+    .unwrap();
+    let dir = tmp.join(format!("run-{name}"));
+    let (f, d) = (file.display().to_string(), dir.display().to_string());
+    let args = [
+        "run",
+        &f,
+        "--out",
+        &d,
+        "--trials",
+        "1",
+        "--quiet",
+        "--no-report",
+    ];
+    let o = rocsweep(tmp, &args, &[("VIRTUAL_ENV", venv)]);
+    let statuses = rocsweep::results::rundata::RunData::load(&dir)
+        .map(|r| r.rows.iter().map(|r| r.status.name().to_string()).collect())
+        .unwrap_or_default();
+    (statuses, o.stderr)
+}
+
 #[test]
 fn the_fake_as_torchs_bundle_is_found_from_the_conda_env_by_bare_names() {
     let tmp = tempfile::tempdir().unwrap();

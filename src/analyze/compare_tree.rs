@@ -115,6 +115,8 @@ fn select(mut run: RunData, label: &str) -> Result<RunData, CmdError> {
     for c in &mut run.manifest.env_combos {
         c.rocm = None;
     }
+    // The tree's own library files (compare_libs), not the other trees'.
+    run.manifest.rocm_trees.retain(|t| t.rocm == label);
     Ok(run)
 }
 

@@ -26,6 +26,7 @@ pub mod strategy;
 pub mod strategy_plan;
 pub mod strategy_run;
 pub mod supervisor;
+pub mod trees;
 pub mod trials;
 pub mod unit;
 pub mod worker;

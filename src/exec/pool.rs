@@ -45,6 +45,7 @@ impl Slot {
                 .flatten()
                 .map(String::as_str),
             fallback: &self.device,
+            info: worker.then_some(self.sup.info.as_ref()).flatten(),
         }
     }
 }

@@ -55,6 +55,7 @@ fn run_with_a_hang(probe: Status) -> (Option<Stop>, HashMap<String, Status>, Vec
         env_devices: BTreeMap::new(),
         cannot_start: HashMap::new(),
         contexts: HashMap::new(),
+        trees: Default::default(),
     });
     let combos = [EnvCombo::default()];
     let interrupts = AtomicUsize::new(0);

@@ -37,6 +37,9 @@ pub struct Recorder {
     /// name as their `env_key`) -> what its rows say. Empty in a run of one backend and one
     /// tree, whose rows take the run's backend and their env key as it is.
     pub contexts: HashMap<String, Context>,
+    /// ROCm: the tree each env combination's worker used and the files it mapped (the
+    /// manifest's `rocm_trees`).
+    pub trees: super::trees::TreeBook,
 }
 
 /// What a row of one worker context says besides its unit (see `Recorder::contexts`).
@@ -77,6 +80,8 @@ pub struct Place<'a> {
     pub reported: Option<&'a str>,
     /// The slot's device, when neither this unit nor its env combination has one.
     pub fallback: &'a str,
+    /// What this unit's own worker said in its handshake; None for rows no worker produced.
+    pub info: Option<&'a crate::backend::BackendInfo>,
 }
 
 /// Locks what the slots share. A slot that panicked has already failed the run; what it shares
@@ -141,6 +146,13 @@ impl Recorder {
                 .map_or(place.fallback, String::as_str)
                 .to_string(),
         };
+        if out.status != Status::Skipped
+            && let Some(info) = place.info
+        {
+            let tree = self.contexts.get(unit.env_key).map(|c| c.rocm.as_str());
+            let tree = tree.unwrap_or_default().to_string();
+            self.trees.note(unit.env_key, &tree, info);
+        }
         let (env, backend, rocm) = match self.contexts.get(unit.env_key) {
             Some(c) => (
                 c.env.as_str(),
@@ -311,6 +323,7 @@ mod tests {
             env_devices: BTreeMap::new(),
             cannot_start: HashMap::new(),
             contexts: HashMap::new(),
+            trees: Default::default(),
         }
     }
 
@@ -344,6 +357,7 @@ mod tests {
             label: "",
             reported: Some("gpu0"),
             fallback: "cpu",
+            info: None,
         };
         let out = Outcome::failed(Status::Hang, "run", "no progress");
         r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
@@ -396,6 +410,7 @@ mod tests {
                 label: "0",
                 reported: None,
                 fallback: "slot device",
+                info: None,
             };
             let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
             r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);

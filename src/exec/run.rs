@@ -11,6 +11,7 @@ use super::recorder::Recorder;
 use super::resume::Resume;
 use super::setup::{self, Setup};
 use super::supervisor::Env;
+use super::trees::TreeBook;
 use crate::backend::BackendInfo;
 use crate::results::csv::{self as rcsv, ResultsWriter};
 use crate::results::manifest::{self, Manifest};
@@ -85,7 +86,9 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     {
         return Ok(RunReport::nothing(None));
     }
-    if s.resuming() {
+    if let Some(old) = s.old.as_ref().filter(|_| s.resuming()) {
+        let extra = s.worker_spec(opts)?.extra_env;
+        super::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
         setup::check_resume_writable(&s.dir)?;
     }
     let Workers {
@@ -99,6 +102,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
+    let seen: Vec<&BackendInfo> = std::iter::once(&info).chain(&others).collect();
+    let trees = TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env);
     if !others.is_empty() && s.old.is_none() {
         man.backends = std::iter::once(info.clone()).chain(others).collect();
     }
@@ -114,6 +119,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
+    super::recorder::lock(&recorder).trees = trees;
     let ended = execute(
         &s,
         opts,
@@ -327,7 +333,7 @@ impl Target {
         // Several trees: each one's line.
         for versions in std::iter::once(&info.versions).chain(groups.iter().map(|g| &g.2.versions))
         {
-            if let Some(line) = crate::backend::rocm::provenance::first_line(versions) {
+            for line in crate::backend::rocm::provenance::first_lines(versions) {
                 crate::noteln!("{line}");
             }
         }
@@ -490,6 +496,7 @@ fn open_recorder(
         env_devices: man.env_devices.clone(),
         cannot_start: HashMap::new(),
         contexts: super::recorder::Context::of_run(&s.combos),
+        trees: TreeBook::default(),
     }))
 }
 
@@ -541,9 +548,11 @@ fn finish(
         summary,
         progress,
         env_devices,
+        trees,
         ..
     } = recorder.into_inner().unwrap_or_else(|e| e.into_inner());
     man.env_devices = env_devices;
+    man.rocm_trees = trees.records();
     progress.finish();
     csv.sync().map_err(|e| io(s, "syncing results.csv", e))?;
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());

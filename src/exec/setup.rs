@@ -255,6 +255,7 @@ impl Setup {
             merge: None,
             env_devices: Default::default(),
             backends: Vec::new(),
+            rocm_trees: Vec::new(),
         }
     }
 }

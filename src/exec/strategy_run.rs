@@ -158,6 +158,7 @@ impl Runner<'_, '_> {
                 label: "",
                 reported: None,
                 fallback: "",
+                info: None,
             },
             |s| s.place(false),
         );

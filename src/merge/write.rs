@@ -46,6 +46,13 @@ pub(super) fn merged_manifest(
         .iter()
         .flat_map(|i| i.manifest.env_devices.clone())
         .collect();
+    // Each shard's trees (shards on other hosts may have used other files: each kept once).
+    man.rocm_trees = Vec::new();
+    for r in sorted.iter().flat_map(|i| &i.manifest.rocm_trees) {
+        if !man.rocm_trees.contains(r) {
+            man.rocm_trees.push(r.clone());
+        }
+    }
     man.units_planned = plan.planned() as u64;
     let status_col = column("status");
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();

@@ -148,6 +148,7 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         );
     }
     fastest_table(&mut h, f);
+    trees(&mut h, f);
     files_list(&mut h, f, plots);
     let _ = write!(
         h,
@@ -249,4 +250,24 @@ fn files_list(h: &mut String, f: &Facts, plots: &[Plot]) {
         let _ = writeln!(h, "<li><a href=\"{n}\">{n}</a></li>");
     }
     h.push_str("</ul>\n");
+}
+
+/// Each ROCm tree of the run and the library files its workers mapped.
+fn trees(h: &mut String, f: &Facts) {
+    let groups = super::provenance::groups(&f.run.manifest);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        h,
+        "<h2>ROCm trees</h2>\n<p class=\"note\">{}</p>",
+        escape(super::provenance::NOTE)
+    );
+    for g in groups {
+        let _ = writeln!(h, "<p><b>{}</b></p>", escape(&g.heading()));
+        if !g.note.is_empty() {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(&g.note));
+        }
+        table(h, &g.table(), MAX_TABLE_ROWS);
+    }
 }

@@ -56,6 +56,7 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
         let _ = writeln!(s, "\n## Inferred\n\n{note}");
     }
     fastest_table(&mut s, f);
+    trees(&mut s, f);
     let _ = writeln!(s, "\n## Files\n\nIn {}:\n", cell(&f.dir_text()));
     for p in files {
         if let Some(n) = p.file_name() {
@@ -103,5 +104,21 @@ fn fastest_table(s: &mut String, f: &Facts) {
             let _ = writeln!(s, "{}", cell(&line));
         }
         Fastest::Table(t) => s.push_str(&table(&t, MAX_TABLE_ROWS)),
+    }
+}
+
+/// Each ROCm tree of the run and the library files its workers mapped.
+fn trees(s: &mut String, f: &Facts) {
+    let groups = super::provenance::groups(&f.run.manifest);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## ROCm trees\n\n{}", super::provenance::NOTE);
+    for g in groups {
+        let _ = writeln!(s, "\n{}\n", cell(&g.heading()));
+        if !g.note.is_empty() {
+            let _ = writeln!(s, "Note: {}\n", cell(&g.note));
+        }
+        s.push_str(&table(&g.table(), MAX_TABLE_ROWS));
     }
 }

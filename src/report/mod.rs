@@ -16,6 +16,7 @@ mod html;
 mod html_table;
 mod map;
 mod markdown;
+mod provenance;
 mod table;
 mod throughput;
 

@@ -55,6 +55,35 @@ pub struct Manifest {
     /// said, in the sweep's order (`backend` is the first of them). Empty in a one-backend run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<crate::backend::BackendInfo>,
+    /// ROCm: one entry per env combination (and tree) whose worker started, with the tree it
+    /// used and every library file it mapped. Empty for other backends and in manifests written
+    /// before rocsweep 0.x kept it (their provenance is `backend`'s, the first worker's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rocm_trees: Vec<TreeRecord>,
+}
+
+/// The ROCm tree one env combination's workers used, and what they mapped from it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeRecord {
+    /// The env combination's context key (units' env key: `rocm=LABEL;A=1` in a run over
+    /// several trees, `A=1` otherwise; empty for a run without env variables).
+    pub env: String,
+    /// The tree's label in a run over several (results.csv's `rocm` column), else empty.
+    #[serde(default)]
+    pub rocm: String,
+    /// Which tree and how it was chosen, as the worker said it ("TheRock packages /v/lib/
+    /// python3.12/site-packages (from $VIRTUAL_ENV=/v)").
+    pub tree: String,
+    /// The tree's path (what `--rocm` takes to find it again); empty where unknown.
+    #[serde(default)]
+    pub path: String,
+    /// Every vendor library file mapped into the worker: path, soname, version, SHA-256.
+    #[serde(default)]
+    pub libraries: Vec<crate::backend::LibraryFile>,
+    /// What the tree lacks for the device that its libraries run without (MIOpen's db or CK
+    /// libraries for the target), as the worker said it; empty when nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// What `rocsweep merge` joined, and what it found missing (with `--allow-missing`).

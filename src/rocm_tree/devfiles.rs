@@ -18,24 +18,41 @@ pub struct DeviceFiles {
 }
 
 /// The gfx target a device-file name is for ("TensileLibrary_lazy_gfx1100.dat" -> gfx1100,
-/// "gfx1030_36.kdb" -> gfx1030).
-fn arch_in(name: &str) -> Option<String> {
+/// "gfx1030_36.kdb" -> gfx1030). MIOpen's older db names run a gfx9 target into its compute
+/// unit count ("gfx90878.kdb": gfx908 with 78 CUs, "gfx90a68.kdb"): gfx9 targets have three
+/// characters, so the rest is the count.
+pub fn arch_in(name: &str) -> Option<String> {
     let at = name.find("gfx")?;
     let rest = &name[at + 3..];
-    let len = rest
+    let mut len = rest
         .find(|c: char| !c.is_ascii_alphanumeric())
         .unwrap_or(rest.len());
+    if rest.starts_with('9') && len > 3 {
+        len = 3;
+    }
     (len > 0).then(|| format!("gfx{}", &rest[..len]))
 }
 
-fn archs_in(dir: &Path) -> BTreeSet<String> {
+/// The targets named by the files in `dir` whose names start with `prefix`.
+fn archs_in(dir: &Path, prefix: &str) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| arch_in(&e.file_name().to_string_lossy()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .filter_map(|n| arch_in(&n))
         .collect()
 }
+
+/// What names MIOpen's per-target CK grouped-convolution libraries begin with
+/// (`libMIOpenCKGroupedConv_gfx942.so`): releases from 2026 `dlopen` the device's one at run
+/// time; earlier ones link CK into libMIOpen and have none.
+pub const CK_PREFIX: &str = "libMIOpenCK";
+/// The `what` of MIOpen's CK libraries.
+pub const CK_WHAT: &str = "MIOpen CK libraries";
+/// The `what` of MIOpen's db.
+pub const MIOPEN_DB_WHAT: &str = "MIOpen db";
 
 /// The first of `candidates` that exists, else the first.
 fn first_dir(candidates: Vec<PathBuf>) -> PathBuf {
@@ -57,24 +74,64 @@ pub fn of(tree: &Tree) -> Vec<DeviceFiles> {
         .map(|p| p.join("share/miopen/db"))
         .collect();
     miopen.extend(tree.roots.iter().map(|r| r.join("share/miopen/db")));
-    [
+    let mut v: Vec<DeviceFiles> = [
         ("rocBLAS kernels", first_dir(under("rocblas/library"))),
         ("hipBLASLt kernels", first_dir(under("hipblaslt/library"))),
-        ("MIOpen db", first_dir(miopen)),
+        (MIOPEN_DB_WHAT, first_dir(miopen)),
     ]
     .into_iter()
     .map(|(what, dir)| DeviceFiles {
         what,
-        archs: archs_in(&dir),
+        archs: archs_in(&dir, ""),
         dir,
     })
-    .collect()
+    .collect();
+    // CK's libraries lie beside libMIOpen (whose RUNPATH finds them): the lib directory that
+    // holds any, else MIOpen's own.
+    let ck_dir = tree
+        .lib_dirs
+        .iter()
+        .find(|d| !archs_in(d, CK_PREFIX).is_empty())
+        .or_else(|| tree.lib_dirs.iter().find(|d| has_miopen(d)))
+        .or(tree.lib_dirs.first())
+        .cloned()
+        .unwrap_or_default();
+    v.push(DeviceFiles {
+        what: CK_WHAT,
+        archs: archs_in(&ck_dir, CK_PREFIX),
+        dir: ck_dir,
+    });
+    v
+}
+
+/// The files of one kind in `dir` (a directory named by an environment variable).
+pub fn of_dir(what: &'static str, dir: PathBuf) -> DeviceFiles {
+    DeviceFiles {
+        what,
+        archs: archs_in(&dir, ""),
+        dir,
+    }
+}
+
+fn has_miopen(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("libMIOpen.so"))
+}
+
+/// Whether a release uses this kind of file at all: MIOpen's CK libraries exist only in
+/// releases that load them per target (none for any target: CK is inside libMIOpen).
+fn used(f: &DeviceFiles) -> bool {
+    f.what != CK_WHAT || !f.archs.is_empty()
 }
 
 /// "rocBLAS kernels gfx1030 gfx1100; hipBLASLt kernels none (/x/hipblaslt/library); ...".
 pub fn summary(files: &[DeviceFiles]) -> String {
     let parts: Vec<String> = files
         .iter()
+        .filter(|f| used(f))
         .map(|f| {
             if f.archs.is_empty() {
                 format!("{} none ({})", f.what, f.dir.display())
@@ -91,7 +148,7 @@ pub fn summary(files: &[DeviceFiles]) -> String {
 pub fn missing_for(files: &[DeviceFiles], arch: &str) -> Vec<String> {
     files
         .iter()
-        .filter(|f| !f.archs.contains(arch))
+        .filter(|f| used(f) && !f.archs.contains(arch))
         .map(|f| format!("{} for {arch} (in {})", f.what, f.dir.display()))
         .collect()
 }
@@ -112,6 +169,13 @@ mod tests {
             Some("gfx90a")
         );
         assert_eq!(arch_in("TensileManifest.txt"), None);
+        assert_eq!(arch_in("gfx90878.kdb").as_deref(), Some("gfx908"));
+        assert_eq!(arch_in("gfx90a68.kdb").as_deref(), Some("gfx90a"));
+        assert_eq!(arch_in("gfx942.tn.model").as_deref(), Some("gfx942"));
+        assert_eq!(
+            arch_in("libMIOpenCKGroupedConv_gfx1151.so").as_deref(),
+            Some("gfx1151")
+        );
         let tmp = tempfile::tempdir().expect("tmp");
         let lib = tmp.path().join("lib");
         std::fs::create_dir_all(lib.join("rocblas/library")).expect("mkdir");
@@ -135,5 +199,20 @@ mod tests {
         );
         assert_eq!(missing_for(&files, "gfx1010").len(), 3);
         assert!(summary(&files).starts_with("rocBLAS kernels gfx1151; hipBLASLt kernels none"));
+        // A release without per-target CK libraries lacks none; one with them, the device's.
+        assert!(!summary(&files).contains(CK_WHAT));
+        std::fs::write(lib.join("libMIOpenCKGroupedConv_gfx942.so"), b"").expect("w");
+        let files = of(&tree);
+        assert!(summary(&files).ends_with("; MIOpen CK libraries gfx942"));
+        assert_eq!(
+            missing_for(&files, "gfx1151"),
+            vec![
+                format!(
+                    "hipBLASLt kernels for gfx1151 (in {})",
+                    lib.join("hipblaslt/library").display()
+                ),
+                format!("MIOpen CK libraries for gfx1151 (in {})", lib.display()),
+            ]
+        );
     }
 }

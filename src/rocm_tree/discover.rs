@@ -32,15 +32,31 @@ pub struct Places {
     pub loader_dirs: Vec<PathBuf>,
 }
 
-fn var(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-}
+/// How a variable is read: the process's own environment, or one a worker would get.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<std::ffi::OsString>;
 
 impl Places {
     pub fn from_env() -> Places {
-        let mut loader_dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        Places::from_lookup(&|name| std::env::var_os(name))
+    }
+
+    /// The places of a process whose environment is this one with `overrides` set (later
+    /// entries win): what a worker started with them would choose. The supervisor uses it to
+    /// name each env combination's tree without starting a worker (manifest, `--resume`).
+    pub fn with_overrides(overrides: &[(String, String)]) -> Places {
+        Places::from_lookup(&|name| {
+            overrides
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into())
+                .or_else(|| std::env::var_os(name))
+        })
+    }
+
+    fn from_lookup(get: Lookup) -> Places {
+        let var = |name: &str| get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let mut loader_dirs: Vec<PathBuf> = get("LD_LIBRARY_PATH")
             .map(|v| std::env::split_paths(&v).collect())
             .unwrap_or_default();
         loader_dirs.extend(ld_so_conf(Path::new("/etc/ld.so.conf")));
@@ -70,11 +86,11 @@ impl Places {
             rocm_path: var("ROCM_PATH"),
             virtual_env: var("VIRTUAL_ENV"),
             conda_prefix: var("CONDA_PREFIX"),
-            path: std::env::var_os("PATH")
+            path: get("PATH")
                 .map(|v| std::env::split_paths(&v).collect())
                 .unwrap_or_default(),
-            pyenv_version: std::env::var("PYENV_VERSION")
-                .ok()
+            pyenv_version: get("PYENV_VERSION")
+                .map(|v| v.to_string_lossy().into_owned())
                 .filter(|v| !v.is_empty()),
             home: var("HOME"),
             opt: var(OPT_ENV).unwrap_or_else(|| PathBuf::from("/opt")),

@@ -68,14 +68,20 @@ pub fn patchelf(args: &[&str], file: &Path) {
     );
 }
 
-/// rocBLAS's and hipBLASLt's kernel files for `arch` beside the libraries in `lib` (what
-/// TheRock's device-gfxNNNN package and a system ROCm's packages install).
+/// The device files for `arch` of the libraries in `lib` (what TheRock's device-gfxNNNN
+/// package and a system ROCm's packages install): rocBLAS's and hipBLASLt's kernel files
+/// beside them, MIOpen's db in `lib/../share/miopen/db` and its per-target CK library beside
+/// it. (rocsweep reads only their names; the fake MIOpen, like the real one, runs without them.)
 pub fn device_files(lib: &Path, arch: &str) {
     for sub in ["rocblas/library", "hipblaslt/library"] {
         std::fs::create_dir_all(lib.join(sub)).unwrap();
         let name = format!("TensileLibrary_lazy_{arch}.dat");
         std::fs::write(lib.join(sub).join(name), b"").unwrap();
     }
+    let db = lib.join("../share/miopen/db");
+    std::fs::create_dir_all(&db).unwrap();
+    std::fs::write(db.join(format!("{arch}_48.kdb")), b"").unwrap();
+    std::fs::write(lib.join(format!("libMIOpenCKGroupedConv_{arch}.so")), b"").unwrap();
 }
 
 /// TheRock's site-packages of a venv at `venv`.

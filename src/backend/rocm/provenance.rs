@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 pub const TREE_KEY: &str = "ROCm tree";
 /// The key of the notes about sources passed over (`ROCM_PATH` pointing nowhere).
 pub const NOTES_KEY: &str = "ROCm tree notes";
+/// The key of what MIOpen lacks for the device's target (`kdb::miopen_note`).
+pub use super::kdb::MIOPEN_KEY;
 /// The key of the mapped-files check's result.
 pub const MAPPED_KEY: &str = "ROCm libraries mapped";
 
@@ -81,6 +83,7 @@ pub fn record_check(info: &mut BackendInfo) -> Option<String> {
     match check_mapped() {
         Ok((line, files)) => {
             info.versions.insert(MAPPED_KEY.into(), line);
+            note_miopen(&mut info.versions);
             info.libraries = files
                 .iter()
                 .map(|f| LibraryFile {
@@ -97,6 +100,33 @@ pub fn record_check(info: &mut BackendInfo) -> Option<String> {
             Some(why)
         }
     }
+}
+
+/// What MIOpen lacks for the device's target, when MIOpen loaded and the device is known
+/// (`kdb::miopen_note`).
+fn note_miopen(v: &mut BTreeMap<String, String>) {
+    let loaded = v.get("MIOpen").is_some_and(|m| !m.contains("not found"));
+    let arch = v.get("gcnArchName").and_then(|a| a.split(':').next());
+    let arch = arch.filter(|a| a.starts_with("gfx")).map(str::to_string);
+    let (Some(arch), true, Ok(c)) = (arch, loaded, loader::choice()) else {
+        return;
+    };
+    if let Some(note) = super::kdb::miopen_note(&c.found.tree, &arch) {
+        v.insert(super::kdb::MIOPEN_KEY.into(), note);
+    }
+}
+
+/// The run's first lines: which tree its workers use, then what MIOpen lacks for the device
+/// (from a worker's handshake).
+pub fn first_lines(versions: &BTreeMap<String, String>) -> Vec<String> {
+    let mut v: Vec<String> = first_line(versions).into_iter().collect();
+    if let Some(n) = versions
+        .get(super::kdb::MIOPEN_KEY)
+        .filter(|_| !v.is_empty())
+    {
+        v.push(format!("rocm: note: {n}"));
+    }
+    v
 }
 
 /// The run's first line: which tree its workers use (from a worker's handshake).
