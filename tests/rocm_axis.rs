@@ -20,10 +20,14 @@ fn rocsweep(tmp: &Path, args: &[&str], model: &Path) -> Output {
 }
 
 fn rocsweep_with(tmp: &Path, args: &[&str], model: &Path, vars: &[(&str, &str)]) -> Output {
+    command(tmp, args, model, vars).output().unwrap()
+}
+
+fn command(tmp: &Path, args: &[&str], model: &Path, vars: &[(&str, &str)]) -> Command {
     let empty = tmp.join("empty-opt");
     std::fs::create_dir_all(&empty).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_rocsweep"))
-        .args(args)
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));
+    c.args(args)
         .env_remove("ROCM_PATH")
         .env_remove("ROCSWEEP_ROCM")
         .env_remove("ROCSWEEP_ROCM_LIB_DIR")
@@ -34,9 +38,8 @@ fn rocsweep_with(tmp: &Path, args: &[&str], model: &Path, vars: &[(&str, &str)])
         .env("ROCSWEEP_OPT_DIR", &empty)
         .env("HOME", &empty)
         .env("FAKE_ROCM_MODEL", model)
-        .envs(vars.iter().copied())
-        .output()
-        .unwrap()
+        .envs(vars.iter().copied());
+    c
 }
 
 /// Two fake trees (ROCm 5 and 7 prefixes) and a fault model under which tree A returns NaN for
@@ -388,4 +391,102 @@ fn a_resume_with_another_tree_or_changed_library_files_is_refused_and_changes_no
             ("64".to_string(), "ok".to_string())
         ]
     );
+}
+
+/// The processes whose parent is `pid` (read from /proc).
+fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+            // pid (comm) state ppid ...: comm may hold spaces, so read after its closing paren.
+            let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after.split_whitespace().nth(1) == Some(&pid.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_against_them() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _) = trees(tmp.path());
+    // Tree B's m=64 unit hangs (library n = 64), under a run limit that outlasts the test.
+    let mut text = std::fs::read_to_string(model("healthy.toml")).unwrap();
+    for lib in ["hipblaslt", "rocblas"] {
+        text.push_str(&format!(
+            "\n[[fault]]\nlib = \"{lib}\"\naction = \"hang\"\nwhen = {{ n = \"64\" }}\nenv = {{ ROCSWEEP_ROCM = \"{b}\" }}\n"
+        ));
+    }
+    let hangs = tmp.path().join("b-hangs.toml");
+    std::fs::write(&hangs, text).unwrap();
+    let s = sweep(
+        tmp.path(),
+        &format!("rocm = [\"{a}\", \"{b}\"]\n[limits]\nrun = 600"),
+    );
+    let out = tmp.path().join("run");
+    let (sf, of) = (s.display().to_string(), out.display().to_string());
+    let mut run = command(tmp.path(), &run_args(&sf, &of), &hangs, &[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Both trees' workers have started (B's is in its hang) once the manifest names both:
+    // each tree is written into it as its first worker reports, not only when the run ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let recorded = loop {
+        let n = rocsweep::results::manifest::read(&out).map_or(0, |m| m.rocm_trees.len());
+        if n == 2 || std::time::Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let workers = children(run.id());
+    // SAFETY: signalling our own child, then the workers it started.
+    unsafe {
+        libc::kill(run.id() as i32, libc::SIGKILL);
+        for w in &workers {
+            libc::kill(*w, libc::SIGKILL);
+        }
+    }
+    let _ = run.wait();
+    assert_eq!(
+        recorded, 2,
+        "the manifest names both trees while the run is going"
+    );
+    let before = snapshot(&out);
+
+    // Tree B's HIP runtime changed since: the resume is refused, naming it, and changes nothing.
+    let hip = Path::new(&b).join("lib/libamdhip64.so.7.0.0");
+    let original = std::fs::read(&hip).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"rebuilt");
+    std::fs::write(&hip, &changed).unwrap();
+    let healthy = model("healthy.toml");
+    let o = rocsweep(tmp.path(), &["run", "--resume", &of], &healthy);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its library files changed since the run recorded them")
+            && err.contains(&hip.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before, "the run directory is as it was");
+
+    // As it was: the resume runs what is left (the unit killed in its hang is `interrupted`).
+    std::fs::write(&hip, &original).unwrap();
+    let o = rocsweep(tmp.path(), &["run", "--resume", &of], &healthy);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(rows(&out).len(), 4);
 }

@@ -103,7 +103,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
     let seen: Vec<&BackendInfo> = std::iter::once(&info).chain(&others).collect();
-    let trees = TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env);
+    let mut trees = TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env);
     if !others.is_empty() && s.old.is_none() {
         man.backends = std::iter::once(info.clone()).chain(others).collect();
     }
@@ -119,6 +119,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
+    trees.persist_to(&s.dir, &man);
     super::recorder::lock(&recorder).trees = trees;
     let ended = execute(
         &s,

@@ -14,7 +14,7 @@ use crate::results::manifest::{Manifest, TreeRecord};
 use crate::rocm_tree::discover::{self, Choice, Places, ROCM_ENV};
 use crate::spec::expand::EnvCombo;
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The variables discovery reads (`Places::from_lookup`); the others cannot change a tree.
 const DISCOVERY_VARS: &[&str] = &[
@@ -74,6 +74,10 @@ pub struct TreeBook {
     hashed: HashMap<String, LibraryFile>,
     /// Each combination's tree path by context key, from the supervisor's discovery.
     paths: HashMap<String, String>,
+    /// The published run's directory and manifest: each new record is written into it at
+    /// once, so that a run killed mid-way (SIGKILL, a lost node) still names the tree of every
+    /// combination that has rows, and its resume is checked against them.
+    persist: Option<(PathBuf, Manifest)>,
 }
 
 impl TreeBook {
@@ -110,6 +114,11 @@ impl TreeBook {
             }
         }
         book
+    }
+
+    /// Keeps the records in `dir`'s manifest (`man`, as published) as they are added.
+    pub fn persist_to(&mut self, dir: &Path, man: &Manifest) {
+        self.persist = Some((dir.to_path_buf(), man.clone()));
     }
 
     /// Records the tree of the env combination `env` (a context key; `rocm`: its tree's label
@@ -153,6 +162,16 @@ impl TreeBook {
                 .cloned()
                 .unwrap_or_default(),
         });
+        if let Some((dir, man)) = &mut self.persist {
+            man.rocm_trees = self.records.clone();
+            if let Err(e) = crate::results::manifest::write(dir, man) {
+                crate::noteln!(
+                    "note: {}: the ROCm tree of {env} is not in manifest.json yet ({e}); it is \
+                     written when the run ends",
+                    dir.display()
+                );
+            }
+        }
     }
 
     /// The records, in the order the combinations' workers started.
