@@ -407,42 +407,39 @@ fn children(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-#[test]
-fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_against_them() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
-    let (a, b, _) = trees(tmp.path());
-    // Tree B's m=64 unit hangs (library n = 64), under a run limit that outlasts the test.
+/// Starts a run over trees A and B in which tree B hangs in its unit with library n = `hang_n`
+/// (under a run limit that outlasts the test), waits until the manifest names `want` trees
+/// (or 120 s), then SIGKILLs the supervisor and its workers. The run directory, its path as
+/// given, and how many trees the manifest named before the kill.
+fn killed_in_b(tmp: &Path, a: &str, b: &str, hang_n: u32, want: usize) -> (PathBuf, String, usize) {
     let mut text = std::fs::read_to_string(model("healthy.toml")).unwrap();
     for lib in ["hipblaslt", "rocblas"] {
         text.push_str(&format!(
-            "\n[[fault]]\nlib = \"{lib}\"\naction = \"hang\"\nwhen = {{ n = \"64\" }}\nenv = {{ ROCSWEEP_ROCM = \"{b}\" }}\n"
+            "\n[[fault]]\nlib = \"{lib}\"\naction = \"hang\"\nwhen = {{ n = \"{hang_n}\" }}\nenv = {{ ROCSWEEP_ROCM = \"{b}\" }}\n"
         ));
     }
-    let hangs = tmp.path().join("b-hangs.toml");
+    let hangs = tmp.join("b-hangs.toml");
     std::fs::write(&hangs, text).unwrap();
     let s = sweep(
-        tmp.path(),
+        tmp,
         &format!("rocm = [\"{a}\", \"{b}\"]\n[limits]\nrun = 600"),
     );
-    let out = tmp.path().join("run");
+    let out = tmp.join("run");
     let (sf, of) = (s.display().to_string(), out.display().to_string());
-    let mut run = command(tmp.path(), &run_args(&sf, &of), &hangs, &[])
+    let mut run = command(tmp, &run_args(&sf, &of), &hangs, &[])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Both trees' workers have started (B's is in its hang) once the manifest names both:
-    // each tree is written into it as its first worker reports, not only when the run ends.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let named = || rocsweep::results::manifest::read(&out).map_or(0, |m| m.rocm_trees.len());
+    // The hang has begun once B's worker is in its unit: the journal says `started` for it
+    // after A's units (A runs first) have their rows.
     let recorded = loop {
-        let n = rocsweep::results::manifest::read(&out).map_or(0, |m| m.rocm_trees.len());
-        if n == 2 || std::time::Instant::now() > deadline {
+        let n = named();
+        let started_b = std::fs::read_to_string(out.join("journal.ndjson"))
+            .map_or(0, |j| j.matches("\"ev\":\"started\"").count());
+        if (n >= want && started_b >= 3) || std::time::Instant::now() > deadline {
             break n;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -456,6 +453,22 @@ fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_agains
         }
     }
     let _ = run.wait();
+    (out, of, recorded)
+}
+
+#[test]
+fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_against_them() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _) = trees(tmp.path());
+    // Tree B hangs in its second unit: both trees' workers have reported a unit by then, and
+    // each tree is written into the manifest as its first worker reports, not at the run's end.
+    let (out, of, recorded) = killed_in_b(tmp.path(), &a, &b, 64, 2);
     assert_eq!(
         recorded, 2,
         "the manifest names both trees while the run is going"
@@ -489,4 +502,52 @@ fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_agains
         String::from_utf8_lossy(&o.stderr)
     );
     assert_eq!(rows(&out).len(), 4);
+}
+
+#[test]
+fn a_unit_recorded_without_running_never_gives_its_tree_another_trees_files() {
+    if !have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _) = trees(tmp.path());
+    // Killed in tree B's first unit: only A is recorded. The resume writes B's killed unit as
+    // `interrupted` (no worker runs it) while the slot's worker is A's; B's record must come
+    // from B's own worker, which runs B's other unit.
+    let (out, of, recorded) = killed_in_b(tmp.path(), &a, &b, 32, 1);
+    assert_eq!(
+        recorded, 1,
+        "only tree A had reported when the run was killed"
+    );
+    let o = rocsweep(
+        tmp.path(),
+        &["run", "--resume", &of],
+        &model("healthy.toml"),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let statuses: Vec<(String, String, String)> = rows(&out);
+    assert!(
+        statuses.contains(&(b.clone(), "32".to_string(), "interrupted".to_string())),
+        "{statuses:?}"
+    );
+    let man = rocsweep::results::manifest::read(&out).unwrap();
+    let tree_b = man
+        .rocm_trees
+        .iter()
+        .find(|t| t.rocm == b)
+        .unwrap_or_else(|| panic!("no record of {b}: {:?}", man.rocm_trees));
+    assert!(
+        tree_b.libraries.iter().all(|l| l.path.starts_with(&b)) && !tree_b.libraries.is_empty(),
+        "{:?}",
+        tree_b.libraries
+    );
+    assert!(tree_b.tree.contains(&b), "{}", tree_b.tree);
 }

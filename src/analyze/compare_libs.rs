@@ -103,7 +103,7 @@ pub fn section(
     b: &crate::results::rundata::RunData,
 ) -> String {
     if a.dir == b.dir && (a.manifest.rocm_trees.is_empty() || b.manifest.rocm_trees.is_empty()) {
-        return "\n## Library files\n\nBoth sides are ROCm trees of one run whose manifest lists the library files of its first worker only (it was written before rocsweep recorded them per tree), so the two trees' files are not compared here.\n".to_string();
+        return "\n## Library files\n\nBoth sides are ROCm trees of one run, and its manifest has no per-tree library files for one of them (a manifest written before rocsweep recorded them per tree lists only its first worker's; or no worker of that tree started), so the two trees' files are not compared here.\n".to_string();
     }
     markdown(&a.manifest, &b.manifest)
 }

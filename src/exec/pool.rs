@@ -378,7 +378,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
             let mut sh = lock(self.shared);
             match self.before(&sh, u) {
                 Before::Done => return Ok(()),
-                Before::Record(out) => return self.write(&mut sh, u, *out),
+                Before::Record(out) => return self.write(&mut sh, u, *out, false),
                 Before::Run => {}
             }
         }
@@ -445,7 +445,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                     outcome: &out,
                 })?;
             } else {
-                self.write(&mut sh, u, out)?;
+                self.write(&mut sh, u, out, true)?;
             }
         }
         if fault && self.state == State::Healthy && !self.probe_failed {
@@ -469,12 +469,21 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         Ok(())
     }
 
-    /// Writes the unit's row: `out` combined with the unit's earlier ok trials.
-    fn write(&self, sh: &mut Recorder, u: &UnitRef, out: Outcome) -> std::io::Result<()> {
+    /// Writes the unit's row: `out` combined with the unit's earlier ok trials. `ran`: whether
+    /// the slot's worker produced it (else it is recorded without running: interrupted,
+    /// skipped, or its combination cannot start), so that the worker last started, maybe of
+    /// another combination and tree, is not taken for the row's device or tree.
+    fn write(
+        &self,
+        sh: &mut Recorder,
+        u: &UnitRef,
+        out: Outcome,
+        ran: bool,
+    ) -> std::io::Result<()> {
         let earlier = sh.trials.remove(u.unit.id).unwrap_or_default();
         let out = super::trials::combine(earlier, u.trial, out, self.p.trials);
         let left = u64::from(self.p.trials.saturating_sub(u.trial));
-        sh.finish(u.unit, self.slot.place(true), self.p.backend, &out, left)
+        sh.finish(u.unit, self.slot.place(ran), self.p.backend, &out, left)
     }
 }
 

@@ -97,12 +97,16 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         info,
         others,
         devices,
+        group_files,
     } = target.start_workers(&s, opts, &interrupts, device_sel.as_ref())?;
     let planned = s
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
     let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
-    let seen: Vec<&BackendInfo> = std::iter::once(&info).chain(&others).collect();
+    let seen: Vec<&BackendInfo> = std::iter::once(&info)
+        .chain(&others)
+        .chain(&group_files)
+        .collect();
     let mut trees = TreeBook::new(&man.rocm_trees, &seen, &s.combos, &spec.extra_env);
     if !others.is_empty() && s.old.is_none() {
         man.backends = std::iter::once(info.clone()).chain(others).collect();
@@ -322,11 +326,14 @@ impl Target {
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let (groups, mut others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
+        let (mut groups, mut others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
         // The vendor library files the workers mapped get their soname and SHA-256 once per run.
         super::libhash::complete(&mut info.libraries);
         for o in &mut others {
             super::libhash::complete(&mut o.libraries);
+        }
+        for g in &mut groups {
+            super::libhash::complete(&mut g.2.libraries);
         }
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
@@ -344,12 +351,14 @@ impl Target {
         {
             crate::noteln!("note: {picked}");
         }
+        let group_files = groups.into_iter().map(|g| g.2).collect();
         Ok(Workers {
             spec,
             slots,
             info,
             others,
             devices,
+            group_files,
         })
     }
 
@@ -442,6 +451,9 @@ struct Workers {
     others: Vec<BackendInfo>,
     /// The slots' device indices (empty without `--devices`).
     devices: Vec<usize>,
+    /// What the first worker of each other (backend, tree) group mapped, hashed before the run
+    /// (so that no tree's files are hashed while the recorder holds its lock).
+    group_files: Vec<BackendInfo>,
 }
 
 /// The recorder, holding what is already done: the reconciled rows (resume.rs, written back

@@ -19,7 +19,7 @@ pub struct DeviceFiles {
 
 /// The gfx target a device-file name is for ("TensileLibrary_lazy_gfx1100.dat" -> gfx1100,
 /// "gfx1030_36.kdb" -> gfx1030). MIOpen's older db names run a gfx9 target into its compute
-/// unit count ("gfx90878.kdb": gfx908 with 78 CUs, "gfx90a68.kdb"): gfx9 targets have three
+/// unit count in hex ("gfx90878.kdb": gfx908 with 0x78 = 120 CUs, "gfx90a68.kdb"): gfx9 targets have three
 /// characters, so the rest is the count.
 pub fn arch_in(name: &str) -> Option<String> {
     let at = name.find("gfx")?;
@@ -67,9 +67,12 @@ fn first_dir(candidates: Vec<PathBuf>) -> PathBuf {
 /// rocBLAS's and hipBLASLt's kernel libraries and MIOpen's db, with the targets each covers.
 pub fn of(tree: &Tree) -> Vec<DeviceFiles> {
     let under = |sub: &str| -> Vec<PathBuf> { tree.lib_dirs.iter().map(|d| d.join(sub)).collect() };
-    let mut miopen: Vec<PathBuf> = tree
-        .lib_dirs
-        .iter()
+    // MIOpen's db is found from libMIOpen's own directory first (in TheRock, the libraries
+    // package, not the core one), so that a missing db is named where MIOpen would read it.
+    let mut lib_dirs: Vec<&PathBuf> = tree.lib_dirs.iter().collect();
+    lib_dirs.sort_by_key(|d| !has_miopen(d));
+    let mut miopen: Vec<PathBuf> = lib_dirs
+        .into_iter()
         .flat_map(|d| d.ancestors().skip(1).take(2))
         .map(|p| p.join("share/miopen/db"))
         .collect();

@@ -1,11 +1,12 @@
 //! GEMM through cuBLAS's own entry point (`cublasGemmEx`, `cublasGemmStridedBatchedEx` for
-//! batches) with its default algorithm: solver `cublas`. This is the call PyTorch makes for
-//! `matmul` and `linear` on NVIDIA unless told to prefer cuBLASLt, and cuBLAS's own choice of
-//! kernel is not always one of those cuBLASLt's heuristic lists, so the library search tries it
-//! beside the `lt#` algorithms. Math mode and compute type follow the problem as PyTorch sets
-//! them: TF32 tensor-op math for `compute = "tf32"`, the default math otherwise, a 16-bit
-//! compute type for `compute = "f16"`. Row-major C = op(A) op(B) is the column-major
-//! C^T = op(B)^T op(A)^T, as in gemm.rs.
+//! batches) with its default algorithm: solver `cublas`. PyTorch calls cuBLAS's entry points
+//! for `matmul` and `linear` on NVIDIA unless told to prefer cuBLASLt, and cuBLAS's own choice
+//! of kernel is not always one of those cuBLASLt's heuristic lists, so the library search tries
+//! it beside the `lt#` algorithms. The math mode and compute type are the ones the `lt#`
+//! solvers use for the problem: TF32 tensor-op math and a TF32 compute type for
+//! `compute = "tf32"`, the default math with a 32-bit compute type otherwise, and a 16-bit
+//! compute type for `compute = "f16"` (which PyTorch itself never asks for). Row-major
+//! C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, as in gemm.rs.
 
 use super::buffers::{Gpu, Workspace, ws_ptr};
 use crate::backend::engine::gemm::{Scalars, WORKSPACE, col_major};
@@ -150,6 +151,15 @@ impl BlasCall {
         Ok(call)
     }
 
+    /// The entry point the problem goes through.
+    fn entry(&self) -> &'static str {
+        if self.dims.batch == 1 {
+            "cublasGemmEx"
+        } else {
+            "cublasGemmStridedBatchedEx"
+        }
+    }
+
     /// C = A x B for row-major A, B, C at the given addresses.
     fn gemm(&mut self, pa: Ptr, pb: Ptr, pc: Ptr) -> Result<(), UnitError> {
         let scalars = Scalars::ONE;
@@ -210,7 +220,7 @@ impl BlasCall {
                 )
             }
         };
-        check("cublasGemmEx", st)
+        check(self.entry(), st)
     }
 }
 
@@ -221,8 +231,10 @@ impl Call for BlasCall {
 
     fn chosen(&self) -> String {
         format!(
-            "cublasGemmEx default algo, {:?}, {:?}",
-            self.math, self.compute
+            "{} default algo, {:?}, {:?}",
+            self.entry(),
+            self.math,
+            self.compute
         )
     }
 

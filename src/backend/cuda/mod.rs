@@ -68,6 +68,12 @@ fn presence() -> Vec<(&'static str, bool)> {
     }
 }
 
+/// Whether the `presence` entry `name` is the library `lib`, by its whole file name: "libcublas"
+/// is not "libcublasLt", and "libcuda (driver)" is "libcuda".
+fn is_named(name: &str, lib: &str) -> bool {
+    name.split(' ').next() == Some(lib)
+}
+
 /// The CUDA backend: the engine over CUDA's driver API with NVIDIA's libraries.
 pub type CudaBackend = GpuBackend<Cuda>;
 
@@ -124,7 +130,7 @@ impl Cuda {
     }
 
     fn need(&self, lib: &str) -> Result<(), UnitError> {
-        match self.libs.iter().find(|(name, _)| name.starts_with(lib)) {
+        match self.libs.iter().find(|(name, _)| is_named(name, lib)) {
             Some((_, true)) => Ok(()),
             _ => Err(UnitError::library(
                 lib,
@@ -306,5 +312,16 @@ impl Vendor for Cuda {
 
     fn sequence(&mut self, gpu: &Gpu, p: &Graph) -> Result<Box<dyn Sequence<CudaRt>>, UnitError> {
         Ok(Box::new(graph::sequence(gpu, p)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_library_is_needed_by_its_whole_name() {
+        assert!(super::is_named("libcublas", "libcublas"));
+        assert!(!super::is_named("libcublasLt", "libcublas"));
+        assert!(super::is_named("libcuda (driver)", "libcuda"));
+        assert!(!super::is_named("libcudart", "libcuda"));
     }
 }

@@ -175,7 +175,7 @@ pub fn probe() -> BackendInfo {
     // Kept loaded until the check below has seen what they mapped.
     let libs = Libs::load(&hip);
     describe_stack(&hip, &libs, &mut info.versions);
-    provenance::record_check(&mut info);
+    provenance::record_check(&mut info, libs.miopen.is_ok());
     drop(libs);
     match init_device(&hip) {
         Ok(count) => {
@@ -355,7 +355,7 @@ impl Rocm {
         describe_device(facts, &mut info.versions);
         let smi = pci_bus_id(&hip).and_then(|id| smi::Smi::open(&id));
         // After every library (ROCm SMI too) is in: what is mapped now is what the units run on.
-        let mix = provenance::record_check(&mut info);
+        let mix = provenance::record_check(&mut info, libs.miopen.is_ok());
         let dev = Dev::new(HipRt {
             hip,
             stream,

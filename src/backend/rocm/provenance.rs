@@ -79,11 +79,14 @@ fn file_version(path: &Path) -> String {
 }
 
 /// Records the check's result (and the mapped files) in `info` and returns the mix, if any.
-pub fn record_check(info: &mut BackendInfo) -> Option<String> {
+/// `miopen`: whether MIOpen loaded (only then is what it lacks for the device worth a note).
+pub fn record_check(info: &mut BackendInfo, miopen: bool) -> Option<String> {
     match check_mapped() {
         Ok((line, files)) => {
             info.versions.insert(MAPPED_KEY.into(), line);
-            note_miopen(&mut info.versions);
+            if miopen {
+                note_miopen(&mut info.versions);
+            }
             info.libraries = files
                 .iter()
                 .map(|f| LibraryFile {
@@ -102,13 +105,12 @@ pub fn record_check(info: &mut BackendInfo) -> Option<String> {
     }
 }
 
-/// What MIOpen lacks for the device's target, when MIOpen loaded and the device is known
+/// What MIOpen (loaded) lacks for the device's target, when the device is known
 /// (`kdb::miopen_note`).
 fn note_miopen(v: &mut BTreeMap<String, String>) {
-    let loaded = v.get("MIOpen").is_some_and(|m| !m.contains("not found"));
     let arch = v.get("gcnArchName").and_then(|a| a.split(':').next());
     let arch = arch.filter(|a| a.starts_with("gfx")).map(str::to_string);
-    let (Some(arch), true, Ok(c)) = (arch, loaded, loader::choice()) else {
+    let (Some(arch), Ok(c)) = (arch, loader::choice()) else {
         return;
     };
     if let Some(note) = super::kdb::miopen_note(&c.found.tree, &arch) {
