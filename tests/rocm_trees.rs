@@ -181,6 +181,15 @@ fn a_venv_without_the_device_package_makes_rocblas_and_hipblaslt_units_errors_na
     let (_, rows) = sweep(tmp.path(), "no-device", GEMM, &[("VIRTUAL_ENV", &venv)]);
     let libs = site.join("_rocm_sdk_libraries_gfx1100/lib");
     assert_eq!(rows.len(), 2, "{rows:?}");
+    let pr = probe(tmp.path(), &[], &[("VIRTUAL_ENV", &venv)]);
+    assert!(
+        pr.stdout.contains(
+            "rocBLAS and hipBLASLt units without their kernels are `error` rows (KERNELS_MISSING); \
+             install the device files for gfx1100 (TheRock: the device-gfx1100 package"
+        ),
+        "{}",
+        pr.stdout
+    );
     for r in &rows {
         assert_eq!(r[1], "error", "{rows:?}");
         let dir = libs.join(format!("{}/library", r[0]));
@@ -228,6 +237,14 @@ fn miopen_runs_without_its_files_for_the_target_and_the_run_says_which_are_missi
                 .display(),
             libs.join("libMIOpenCKGroupedConv_gfx1100.so").display()
         )
+    );
+    // probe says the same of this tree, under its device files.
+    let pr = probe(tmp.path(), &[], &[("VIRTUAL_ENV", &other)]);
+    assert!(
+        pr.stdout
+            .contains(&format!("      {}\n", &second["rocm: note: ".len()..])),
+        "{}",
+        pr.stdout
     );
     // The manifest keeps it with the backend's versions and with the tree's record.
     let m = rocsweep::results::manifest::read(&tmp.path().join("run-other-device")).unwrap();
