@@ -12,7 +12,7 @@ events of units whose solver no finished row names are counted, not used: the li
 then over a subset of what it tried, so each ratio read here is at most the true one. One trial:
 no spread, so nothing here is called beyond noise.
 """
-import csv, hashlib, json, re, sys, math
+import csv, hashlib, json, math, sys
 pairs = [a.rsplit(":", 1) for a in sys.argv[1:]]
 runs = [p[0] for p in pairs]
 solvers = {"cuda": set(), "torch": {"torch-default", "torch-benchmark"}}

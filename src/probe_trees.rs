@@ -72,23 +72,25 @@ fn tree_lines(s: &mut String, f: &Found, chosen: bool, info: &BackendInfo, arch:
                 "      for this GPU ({arch}): missing {}",
                 missing.join(", ")
             );
-            advise(s, f, arch, &missing);
+            advise(s, f, arch, &files);
         }
     }
 }
 
-/// What a run would make of the device files `missing` for `arch` in `f`'s tree, and what
+/// What a run would make of the device files `files` lacks for `arch` in `f`'s tree, and what
 /// provides them (the same words as the run's rows and notes).
-fn advise(s: &mut String, f: &Found, arch: &str, missing: &[String]) {
-    let kernels = missing
+fn advise(s: &mut String, f: &Found, arch: &str, files: &[devfiles::DeviceFiles]) {
+    let kernels: Vec<devfiles::DeviceFiles> = files
         .iter()
-        .any(|m| m.starts_with("rocBLAS kernels") || m.starts_with("hipBLASLt kernels"));
-    if kernels {
+        .filter(|d| d.what == devfiles::ROCBLAS_WHAT || d.what == devfiles::HIPBLASLT_WHAT)
+        .cloned()
+        .collect();
+    if !devfiles::missing_for(&kernels, arch).is_empty() {
         let _ = writeln!(
             s,
             "      rocBLAS and hipBLASLt units without their kernels are `error` rows \
-             (KERNELS_MISSING); install the device files for {arch} (TheRock: the device-{arch} \
-             package of your ROCm, e.g. pip install \"rocm[libraries,device-{arch}]\")"
+             (KERNELS_MISSING); install the device files for {arch} (TheRock: {})",
+            crate::rocm_tree::kernels::device_package(arch)
         );
     }
     if let Some(note) = crate::rocm_tree::kernels::miopen_note(&f.tree, arch) {

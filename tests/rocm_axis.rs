@@ -98,10 +98,7 @@ fn rows(dir: &Path) -> Vec<(String, String, String)> {
 
 #[test]
 fn two_trees_in_one_run_are_compared_tree_against_tree() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
+    if !have_patchelf() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -257,10 +254,7 @@ fn two_trees_in_one_run_are_compared_tree_against_tree() {
 
 #[test]
 fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
+    if !have_patchelf() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -286,6 +280,34 @@ fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
 }
 
 /// Every file under `dir` with its bytes (what "nothing was changed" compares).
+/// Whether patchelf is here (the fake prefixes are laid out with it).
+fn have_patchelf() -> bool {
+    have(
+        "patchelf",
+        Command::new("patchelf").arg("--version").output().is_ok(),
+    )
+}
+
+/// Changes the library file `lib` as a rebuild would; its original bytes.
+fn rebuild(lib: &Path) -> Vec<u8> {
+    let original = std::fs::read(lib).unwrap();
+    let mut changed = original.clone();
+    changed.extend_from_slice(b"rebuilt");
+    std::fs::write(lib, &changed).unwrap();
+    original
+}
+
+/// A resume refused (exit 2) because `lib` changed since the run recorded it.
+fn assert_refused_for_changed(o: &Output, lib: &Path) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("its library files changed since the run recorded them")
+            && err.contains(&lib.display().to_string()),
+        "{err}"
+    );
+}
+
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -305,10 +327,7 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_resume_with_another_tree_or_changed_library_files_is_refused_and_changes_nothing() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
+    if !have_patchelf() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -351,22 +370,13 @@ fn a_resume_with_another_tree_or_changed_library_files_is_refused_and_changes_no
 
     // Tree A with a library file changed since: refused, naming the file.
     let hip = Path::new(&a).join("lib/libamdhip64.so.5.0.0");
-    let original = std::fs::read(&hip).unwrap();
-    let mut changed = original.clone();
-    changed.extend_from_slice(b"rebuilt");
-    std::fs::write(&hip, &changed).unwrap();
+    let original = rebuild(&hip);
     let o = rocsweep(
         tmp.path(),
         &["run", "--resume", &of, "--rocm", &a],
         &healthy,
     );
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("its library files changed since the run recorded them")
-            && err.contains(&hip.display().to_string()),
-        "{err}"
-    );
+    assert_refused_for_changed(&o, &hip);
     assert_eq!(snapshot(&out), before, "the run directory is as it was");
 
     // The recorded tree as it was: the resume runs the rest.
@@ -458,10 +468,7 @@ fn killed_in_b(tmp: &Path, a: &str, b: &str, hang_n: u32, want: usize) -> (PathB
 
 #[test]
 fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_against_them() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
+    if !have_patchelf() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -477,19 +484,10 @@ fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_agains
 
     // Tree B's HIP runtime changed since: the resume is refused, naming it, and changes nothing.
     let hip = Path::new(&b).join("lib/libamdhip64.so.7.0.0");
-    let original = std::fs::read(&hip).unwrap();
-    let mut changed = original.clone();
-    changed.extend_from_slice(b"rebuilt");
-    std::fs::write(&hip, &changed).unwrap();
+    let original = rebuild(&hip);
     let healthy = model("healthy.toml");
     let o = rocsweep(tmp.path(), &["run", "--resume", &of], &healthy);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("its library files changed since the run recorded them")
-            && err.contains(&hip.display().to_string()),
-        "{err}"
-    );
+    assert_refused_for_changed(&o, &hip);
     assert_eq!(snapshot(&out), before, "the run directory is as it was");
 
     // As it was: the resume runs what is left (the unit killed in its hang is `interrupted`).
@@ -506,10 +504,7 @@ fn a_run_killed_mid_way_already_names_its_trees_and_its_resume_is_checked_agains
 
 #[test]
 fn a_unit_recorded_without_running_never_gives_its_tree_another_trees_files() {
-    if !have(
-        "patchelf",
-        Command::new("patchelf").arg("--version").output().is_ok(),
-    ) {
+    if !have_patchelf() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

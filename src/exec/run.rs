@@ -326,15 +326,10 @@ impl Target {
         // Nothing ran when this fails: the staging guard leaves no directory behind.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let (mut groups, mut others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
-        // The vendor library files the workers mapped get their soname and SHA-256 once per run.
+        let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
+        // The vendor library files the workers mapped get their soname and SHA-256 once per run
+        // (the other groups' in `check_groups`).
         super::libhash::complete(&mut info.libraries);
-        for o in &mut others {
-            super::libhash::complete(&mut o.libraries);
-        }
-        for g in &mut groups {
-            super::libhash::complete(&mut g.2.libraries);
-        }
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.
@@ -429,7 +424,12 @@ fn check_groups(
             slot.sup.shutdown();
         }
     }
-    let groups = checked?;
+    let mut groups = checked?;
+    // Hashed here, before the run: no tree's files are hashed while the recorder holds its lock,
+    // and `others` (copies of some groups' infos) get the digests with them.
+    for g in &mut groups {
+        super::libhash::complete(&mut g.2.libraries);
+    }
     let mut others: Vec<BackendInfo> = Vec::new();
     let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
     for (b, _, i) in &groups {

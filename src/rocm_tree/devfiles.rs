@@ -53,6 +53,9 @@ pub const CK_PREFIX: &str = "libMIOpenCK";
 pub const CK_WHAT: &str = "MIOpen CK libraries";
 /// The `what` of MIOpen's db.
 pub const MIOPEN_DB_WHAT: &str = "MIOpen db";
+/// The `what` of rocBLAS's and hipBLASLt's kernel libraries.
+pub const ROCBLAS_WHAT: &str = "rocBLAS kernels";
+pub const HIPBLASLT_WHAT: &str = "hipBLASLt kernels";
 
 /// The first of `candidates` that exists, else the first.
 fn first_dir(candidates: Vec<PathBuf>) -> PathBuf {
@@ -78,8 +81,8 @@ pub fn of(tree: &Tree) -> Vec<DeviceFiles> {
         .collect();
     miopen.extend(tree.roots.iter().map(|r| r.join("share/miopen/db")));
     let mut v: Vec<DeviceFiles> = [
-        ("rocBLAS kernels", first_dir(under("rocblas/library"))),
-        ("hipBLASLt kernels", first_dir(under("hipblaslt/library"))),
+        (ROCBLAS_WHAT, first_dir(under("rocblas/library"))),
+        (HIPBLASLT_WHAT, first_dir(under("hipblaslt/library"))),
         (MIOPEN_DB_WHAT, first_dir(miopen)),
     ]
     .into_iter()

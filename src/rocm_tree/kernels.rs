@@ -82,10 +82,21 @@ pub fn check(library: &str, lib_path: &str, env_var: &str, arch: &str) -> Result
     };
     Err(format!(
         "{MISSING} {arch}: {what}{from}; {library} would abort at its first call. Install the \
-         device files for {arch} (TheRock: the device-{arch} package of your ROCm, e.g. \
-         pip install \"rocm[libraries,device-{arch}]\"; a system ROCm: its {library} built for \
-         {arch})"
+         device files for {arch} (TheRock: {}; a system ROCm: its {library} built for {arch})",
+        device_package(arch)
     ))
+}
+
+/// What provides a TheRock tree's device files for `arch`.
+pub fn device_package(arch: &str) -> String {
+    format!(
+        "the device-{arch} package of your ROCm, e.g. {}",
+        pip_install(arch)
+    )
+}
+
+fn pip_install(arch: &str) -> String {
+    format!("pip install \"rocm[libraries,device-{arch}]\"")
 }
 
 /// The `versions` key of what MIOpen lacks for the device's target (see the module doc).
@@ -131,7 +142,7 @@ pub fn miopen_note(tree: &Tree, arch: &str) -> Option<String> {
         .collect();
     let others: Vec<&str> = others.into_iter().collect();
     let ck = missing.iter().any(|f| f.what == CK_WHAT);
-    let pip = format!("pip install \"rocm[libraries,device-{arch}]\"");
+    let pip = pip_install(arch);
     let advice = match (tree.layout, others.is_empty()) {
         (Layout::TheRock, false) => format!(
             "the tree has them for {} but not for {arch}: its device-{arch} package is not installed ({pip})",

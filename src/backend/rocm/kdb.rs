@@ -2,7 +2,6 @@
 //! the opened libraries once the target is known.
 
 use crate::rocm_tree::kernels::check;
-pub use crate::rocm_tree::kernels::{MIOPEN_KEY, MISSING, miopen_note};
 
 /// rocBLAS and hipBLASLt without kernels for the device's `arch` become missing libraries: the
 /// real ones would abort the worker at their first call.

@@ -92,7 +92,7 @@ impl Libs {
 /// lacks).
 fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
     lib.clone().map_err(|why| {
-        let missing = why.contains(kdb::MISSING);
+        let missing = why.contains(crate::rocm_tree::kernels::MISSING);
         let code = if missing {
             "KERNELS_MISSING"
         } else {

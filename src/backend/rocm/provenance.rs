@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 pub const TREE_KEY: &str = "ROCm tree";
 /// The key of the notes about sources passed over (`ROCM_PATH` pointing nowhere).
 pub const NOTES_KEY: &str = "ROCm tree notes";
-/// The key of what MIOpen lacks for the device's target (`kdb::miopen_note`).
-pub use super::kdb::MIOPEN_KEY;
+/// The key of what MIOpen lacks for the device's target (`kernels::miopen_note`).
+pub use crate::rocm_tree::kernels::MIOPEN_KEY;
 /// The key of the mapped-files check's result.
 pub const MAPPED_KEY: &str = "ROCm libraries mapped";
 
@@ -106,15 +106,15 @@ pub fn record_check(info: &mut BackendInfo, miopen: bool) -> Option<String> {
 }
 
 /// What MIOpen (loaded) lacks for the device's target, when the device is known
-/// (`kdb::miopen_note`).
+/// (`kernels::miopen_note`).
 fn note_miopen(v: &mut BTreeMap<String, String>) {
     let arch = v.get("gcnArchName").and_then(|a| a.split(':').next());
     let arch = arch.filter(|a| a.starts_with("gfx")).map(str::to_string);
     let (Some(arch), Ok(c)) = (arch, loader::choice()) else {
         return;
     };
-    if let Some(note) = super::kdb::miopen_note(&c.found.tree, &arch) {
-        v.insert(super::kdb::MIOPEN_KEY.into(), note);
+    if let Some(note) = crate::rocm_tree::kernels::miopen_note(&c.found.tree, &arch) {
+        v.insert(MIOPEN_KEY.into(), note);
     }
 }
 
@@ -122,10 +122,7 @@ fn note_miopen(v: &mut BTreeMap<String, String>) {
 /// (from a worker's handshake).
 pub fn first_lines(versions: &BTreeMap<String, String>) -> Vec<String> {
     let mut v: Vec<String> = first_line(versions).into_iter().collect();
-    if let Some(n) = versions
-        .get(super::kdb::MIOPEN_KEY)
-        .filter(|_| !v.is_empty())
-    {
+    if let Some(n) = versions.get(MIOPEN_KEY).filter(|_| !v.is_empty()) {
         v.push(format!("rocm: note: {n}"));
     }
     v
