@@ -7,7 +7,8 @@ imports nothing but torch and the standard library, so it runs in any environmen
 
 Framing, both ways: one JSON object per line; a request whose object has "blobs": [n1, n2, ...]
 is followed by that many raw byte strings of those lengths (little-endian tensors); an answer
-with "blob": n is followed by n raw bytes. Answers: {"phase": name} while working (compile,
+with "blob": n is followed by n raw bytes. A "prepare" with "same_inputs": true sends no blobs:
+it uses those of the previous "prepare" (the same case, another solver). Answers: {"phase": name} while working (compile,
 alloc), then {"ok": true, ...} or {"ok": false, "kind": "unsupported" | "error", "message": ...}.
 The first line this process writes is the hello: what torch and its device are.
 
@@ -95,9 +96,11 @@ class Device:
         ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
         torch.cuda.synchronize()
         a, b = ev(), ev()
+        t0 = time.perf_counter()
         a.record()
         fn()
         b.record()
+        launch = time.perf_counter() - t0
         b.synchronize()
         call = a.elapsed_time(b) / 1e3
         if host_sync:
@@ -107,7 +110,11 @@ class Device:
             b.record()
             b.synchronize()
             return a.elapsed_time(b) / 1e3 / k, call
-        hold_s = 50e-6 + 2.0 * k * max(call, 5e-6)
+        # The spin covers queueing the k calls on the host (twice the host time one call just
+        # took to queue, k times over), not their device time: a longer spin would rest the card
+        # before every sample, which rocsweep's own timer does not (its kernel is released as
+        # soon as the calls are queued), and a card at its power limit runs faster after a rest.
+        hold_s = 100e-6 + 2.0 * k * max(launch, 5e-6)
         for _ in range(6):
             held, a, b = ev(), ev(), ev()
             torch.cuda._sleep(int(hold_s * self.calibrate()))
@@ -536,22 +543,31 @@ def read_request(inp):
     req = json.loads(line)
     blobs = []
     for n in req.get("blobs", []):
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = inp.read(n - len(buf))
-            if not chunk:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            r = inp.readinto(view[got:])
+            if not r:
                 return None, []
-            buf.extend(chunk)
-        blobs.append(bytes(buf))
+            got += r
+        blobs.append(buf)
     return req, blobs
 
 
 def serve(d, inp):
     op = None
+    # The inputs of the last prepare: a unit of the same case (another solver) says
+    # "same_inputs" instead of sending them again.
+    last_inputs = []
     while True:
         req, blobs = read_request(inp)
         if req is None or req.get("cmd") == "shutdown":
             return 0
+        if req.get("cmd") == "prepare":
+            if req.get("same_inputs"):
+                blobs = last_inputs
+            else:
+                last_inputs = blobs
         if req.get("fault"):
             fault(req["fault"])
         cmd = req.get("cmd")

@@ -88,37 +88,46 @@ impl HostData {
 
     /// The raw bytes, little-endian as in device memory.
     pub fn as_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.byte_len());
         match self {
-            HostData::F32(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::F16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            HostData::Bf16(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            HostData::F32(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            HostData::F16(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
+            HostData::Bf16(v) => v
+                .iter()
+                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
         }
+        out
     }
 
     /// Reads `len` elements of `dtype` from little-endian bytes (as copied from a device);
     /// missing bytes read as zero.
     pub fn from_le_bytes(dtype: DType, bytes: &[u8], len: usize) -> HostData {
-        let w = dtype.size();
-        let get = |i: usize| -> &[u8] { bytes.get(i * w..(i + 1) * w).unwrap_or(&[0; 8][..w]) };
+        fn read<T: Clone, const W: usize>(
+            bytes: &[u8],
+            len: usize,
+            zero: T,
+            f: fn([u8; W]) -> T,
+        ) -> Vec<T> {
+            let mut v: Vec<T> = bytes
+                .chunks_exact(W)
+                .take(len)
+                .map(|c| {
+                    let mut a = [0u8; W];
+                    a.copy_from_slice(c);
+                    f(a)
+                })
+                .collect();
+            v.resize(len, zero);
+            v
+        }
         match dtype {
-            DType::F16 => HostData::F16(
-                (0..len)
-                    .map(|i| f16::from_le_bytes([get(i)[0], get(i)[1]]))
-                    .collect(),
-            ),
-            DType::Bf16 => HostData::Bf16(
-                (0..len)
-                    .map(|i| bf16::from_le_bytes([get(i)[0], get(i)[1]]))
-                    .collect(),
-            ),
-            _ => HostData::F32(
-                (0..len)
-                    .map(|i| {
-                        let b = get(i);
-                        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
-                    })
-                    .collect(),
-            ),
+            DType::F16 => HostData::F16(read(bytes, len, f16::ZERO, f16::from_le_bytes)),
+            DType::Bf16 => HostData::Bf16(read(bytes, len, bf16::ZERO, bf16::from_le_bytes)),
+            _ => HostData::F32(read(bytes, len, 0.0, f32::from_le_bytes)),
         }
     }
 
@@ -129,5 +138,27 @@ impl HostData {
             HostData::F16(v) => v.truncate(n),
             HostData::Bf16(v) => v.truncate(n),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_round_trip_and_missing_bytes_read_as_zero() {
+        let h = HostData::from_f32(DType::Bf16, &[1.5, -2.0, 3.25]);
+        let b = h.as_bytes();
+        assert_eq!(b.len(), 6);
+        assert_eq!(HostData::from_le_bytes(DType::Bf16, &b, 3), h);
+        // Five bytes for three elements: the third is incomplete and reads as zero, as does a
+        // fourth that is missing entirely.
+        let short = HostData::from_le_bytes(DType::Bf16, &b[..5], 4);
+        assert_eq!(
+            short,
+            HostData::from_f32(DType::Bf16, &[1.5, -2.0, 0.0, 0.0])
+        );
+        let f = HostData::from_f32(DType::F32, &[0.1, -7.0]);
+        assert_eq!(HostData::from_le_bytes(DType::F32, &f.as_bytes(), 2), f);
     }
 }

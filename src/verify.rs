@@ -3,7 +3,9 @@
 
 use crate::dtype::DType;
 use crate::tensor::HostData;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
 /// What a verification found; the CSV's `status` column uses the same words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +106,9 @@ pub enum Check {
 pub fn verify(out: &HostData, reference: &Reference, check: Check) -> Verification {
     let n = out.len();
     let mut m = Metrics::default();
-    let zeros = (0..n).filter(|&i| out.get_f64(i) == 0.0).count();
+    let zeros: usize = pieces(n)
+        .map(|rg| rg.filter(|&i| out.get_f64(i) == 0.0).count())
+        .sum();
     m.zero_frac = if n == 0 { 0.0 } else { zeros as f64 / n as f64 };
     match (check, reference) {
         (Check::Normal { mean, std, sigmas }, _) => verify_normal(out, mean, std, sigmas, m),
@@ -137,39 +141,97 @@ fn length_mismatch(n: usize, r: usize, m: Metrics) -> Verification {
     }
 }
 
+/// Elements per piece of the parallel passes. Fixed, so that the pieces and the order their
+/// sums are added in (and so every metric, to the last bit) do not depend on the thread count.
+const PIECE: usize = 1 << 16;
+
+/// The pieces of `0..n`, in parallel.
+fn pieces(n: usize) -> impl IndexedParallelIterator<Item = Range<usize>> {
+    (0..n.div_ceil(PIECE))
+        .into_par_iter()
+        .map(move |p| p * PIECE..((p + 1) * PIECE).min(n))
+}
+
+/// What one piece of a close comparison found.
+struct Piece {
+    sq: f64,
+    max_abs: f64,
+    max_rel: f64,
+    nonfinite: u64,
+    /// (index, got, want, bound) of the piece's first element past its bound.
+    first_bad: Option<(usize, f64, f64, f64)>,
+    out_all_zero: bool,
+    ref_all_zero: bool,
+}
+
+fn close_piece(
+    out: &HostData,
+    r: &[f64],
+    range: Range<usize>,
+    ref_rms: f64,
+    tol: Tolerance,
+) -> Piece {
+    let atol = tol.atol_rms * ref_rms;
+    let mut p = Piece {
+        sq: 0.0,
+        max_abs: 0.0,
+        max_rel: 0.0,
+        nonfinite: 0,
+        first_bad: None,
+        out_all_zero: true,
+        ref_all_zero: true,
+    };
+    for i in range {
+        let (got, want) = (out.get_f64(i), r[i]);
+        p.out_all_zero &= got == 0.0;
+        p.ref_all_zero &= want == 0.0;
+        if !got.is_finite() {
+            if want.is_finite() {
+                p.nonfinite += 1;
+            }
+            continue;
+        }
+        let err = (got - want).abs();
+        p.sq += err * err;
+        p.max_abs = p.max_abs.max(err);
+        // Relative error against max(|ref|, rms(ref)): elements near zero would otherwise dominate.
+        let denom = want.abs().max(ref_rms);
+        if denom > 0.0 {
+            p.max_rel = p.max_rel.max(err / denom);
+        }
+        let bound = tol.rtol * want.abs() + atol;
+        if err > bound && p.first_bad.is_none() {
+            p.first_bad = Some((i, got, want, bound));
+        }
+    }
+    p
+}
+
+/// Compares in pieces on rayon's pool (a 200-million-element output takes seconds on one
+/// core); the pieces are combined in order, so the first bad element is the lowest index.
 fn verify_close(out: &HostData, r: &[f64], tol: Tolerance, mut m: Metrics) -> Verification {
     let n = out.len();
     if n != r.len() {
         return length_mismatch(n, r.len(), m);
     }
-    let ref_rms = (r.iter().map(|x| x * x).sum::<f64>() / n.max(1) as f64).sqrt();
-    let atol = tol.atol_rms * ref_rms;
+    let sums: Vec<f64> = pieces(n)
+        .map(|rg| r[rg].iter().map(|x| x * x).sum::<f64>())
+        .collect();
+    let ref_rms = (sums.iter().sum::<f64>() / n.max(1) as f64).sqrt();
+    let found: Vec<Piece> = pieces(n)
+        .map(|rg| close_piece(out, r, rg, ref_rms, tol))
+        .collect();
     let mut sq = 0.0;
-    let mut first_bad: Option<(usize, f64, f64, f64)> = None;
-    let mut out_all_zero = true;
-    let mut ref_all_zero = true;
-    for (i, &want) in r.iter().enumerate() {
-        let got = out.get_f64(i);
-        out_all_zero &= got == 0.0;
-        ref_all_zero &= want == 0.0;
-        if !got.is_finite() {
-            if want.is_finite() {
-                m.nonfinite += 1;
-            }
-            continue;
-        }
-        let err = (got - want).abs();
-        sq += err * err;
-        m.max_abs_err = m.max_abs_err.max(err);
-        // Relative error against max(|ref|, rms(ref)): elements near zero would otherwise dominate.
-        let denom = want.abs().max(ref_rms);
-        if denom > 0.0 {
-            m.max_rel_err = m.max_rel_err.max(err / denom);
-        }
-        let bound = tol.rtol * want.abs() + atol;
-        if err > bound && first_bad.is_none() {
-            first_bad = Some((i, got, want, bound));
-        }
+    let mut first_bad = None;
+    let (mut out_all_zero, mut ref_all_zero) = (true, true);
+    for p in found {
+        sq += p.sq;
+        m.max_abs_err = m.max_abs_err.max(p.max_abs);
+        m.max_rel_err = m.max_rel_err.max(p.max_rel);
+        m.nonfinite += p.nonfinite;
+        first_bad = first_bad.or(p.first_bad);
+        out_all_zero &= p.out_all_zero;
+        ref_all_zero &= p.ref_all_zero;
     }
     m.rms_err = (sq / n.max(1) as f64).sqrt();
     if m.nonfinite > 0 {
@@ -384,6 +446,34 @@ mod tests {
             verify(&f32s(&[just_past, 0.25]), &r, Check::Close(t)).verdict,
             Verdict::Mismatch
         );
+    }
+
+    #[test]
+    fn pieces_name_the_lowest_bad_element_and_give_the_same_metrics_on_any_thread_count() {
+        // Over several pieces, with bad elements in the third piece and the last one.
+        let n = 3 * PIECE + 123;
+        let want: Vec<f64> = (0..n).map(|i| ((i % 97) as f64 - 48.0) / 7.0).collect();
+        let mut got: Vec<f64> = want.iter().map(|w| w * (1.0 + 1e-4)).collect();
+        let (first, last) = (2 * PIECE + 5, n - 1);
+        got[first] += 1.0;
+        got[last] -= 2.0;
+        let (out, r) = (f32s(&got), Reference::Values(want));
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| verify(&out, &r, Check::Close(tol())))
+        };
+        let one = on(1);
+        assert_eq!(one.verdict, Verdict::Mismatch);
+        assert!(
+            one.detail.starts_with(&format!("element {first}:")),
+            "{}",
+            one.detail
+        );
+        assert_eq!(one, on(4), "the verdict and every metric, to the last bit");
+        assert!((one.metrics.max_abs_err - 2.0).abs() < 1e-3);
     }
 
     #[test]

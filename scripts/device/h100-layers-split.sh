@@ -6,6 +6,9 @@
 # run on the same GPU. Then the per-shape ratios of each sweep over all its parts
 # (scripts/layer_ratio.py --each). The binary travels xz-compressed as target/carry/split/rocsweep.xz.
 #   SWEEPS="h200-gemm h200-resnet50-conv" bash scripts/device/h100-layers-split.sh
+# SEEDS=1 first runs the seeds' sweeps (sweeps/seed-00*.toml) over cuda + torch, one run each with
+# its report and which-layer table, dealt out over the GPUs (seed i on GPU i mod G), so that the
+# seeds and the committed sweeps come from one device command (issue 29 point 7).
 # CPU references above verify.max_reference_gflop=10 are left to the device reference (cuda)
 # or none (torch): the timings are what this measures, and 8192^3 references on the CPU would
 # take the whole command. Runs cut by the deadline keep what they finished (resume them later).
@@ -19,8 +22,20 @@ nvidia-smi > "$R/nvidia-smi.txt" 2>&1
 G=$(nvidia-smi -L | wc -l)
 export ROCSWEEP_PYTHON=$(command -v python3)
 for s in $SWEEPS; do python3 scripts/device/split_sweep.py "sweeps/$s.toml" "$G" "$R/sweeps" >> "$R/stage.log"; done
+SEED_SWEEPS=(seed-000-randn-like seed-001-to-device seed-002-bf16-to-f32 seed-003-reduce-overhead seed-004-conv2d-benchmark)
 for i in $(seq 1 "$G"); do
   (
+    if [ "${SEEDS:-0}" = 1 ]; then
+      for j in "${!SEED_SWEEPS[@]}"; do
+        [ $((j % G)) -eq $((i - 1)) ] || continue
+        s=${SEED_SWEEPS[$j]}
+        extra=()
+        [ "$s" = seed-004-conv2d-benchmark ] && extra=(--axis solver=engine_heuristic,torch-benchmark)
+        CUDA_VISIBLE_DEVICES=$((i - 1)) timeout 120 /tmp/rs run --quiet --backend cuda,torch --trials 1 \
+          "${extra[@]}" "sweeps/$s.toml" --out "$R/$s" > "$R/$s.log" 2>&1
+        echo "gpu $i: $s rc $? at ${SECONDS}s" >> "$R/stage.log"
+      done
+    fi
     for s in $SWEEPS; do
       left=$((DEADLINE - SECONDS))
       [ "$left" -gt 20 ] || { echo "gpu $i: $s skipped at ${SECONDS}s" >> "$R/stage.log"; continue; }
@@ -38,5 +53,11 @@ for s in $SWEEPS; do
   python3 scripts/layer_ratio.py --each $runs > "$R/$s-ratio.txt" 2>&1
   echo "$s: $(tail -1 "$R/$s-ratio.txt")"
 done
+if [ "${SEEDS:-0}" = 1 ]; then
+  for s in "${SEED_SWEEPS[@]}"; do
+    echo "## $s"
+    sed -n '/^## Which layer fails/,/^### /p' "$R/$s/summary.md" 2>/dev/null | grep '^|' | head -80
+  done > "$R/which-layer.md"
+fi
 rm -rf "$R"/*/workers
 tar czf "$OUT/split.tgz" -C "$OUT" split && rm -rf "$R"

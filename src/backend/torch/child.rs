@@ -43,6 +43,9 @@ pub struct Conn {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// The blobs of the last `prepare` the Python side received: it keeps them, so that the
+    /// next unit of the same case (another solver) need not send hundreds of MB again.
+    pub last_inputs: Option<Vec<Vec<u8>>>,
 }
 
 /// One answer: its JSON object and the bytes that followed it.
@@ -70,6 +73,7 @@ impl Conn {
             child,
             stdin,
             stdout: BufReader::new(stdout),
+            last_inputs: None,
         };
         let hello = match conn.read_line() {
             Ok(h) => h,
