@@ -131,6 +131,24 @@ impl HostData {
         }
     }
 
+    /// The elements' storage as little-endian bytes, to be written in place (a device's output
+    /// copied straight into its host tensor). f32, f16 and bf16 take any bit pattern.
+    pub fn le_bytes_mut(&mut self) -> &mut [u8] {
+        const _: () = assert!(
+            cfg!(target_endian = "little"),
+            "device bytes are little-endian"
+        );
+        let (ptr, bytes): (*mut u8, usize) = match self {
+            HostData::F32(v) => (v.as_mut_ptr().cast(), v.len() * 4),
+            HostData::F16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
+            HostData::Bf16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
+        };
+        // SAFETY: the vector's own storage, `bytes` long, borrowed mutably through `self` for
+        // the slice's lifetime; every bit pattern is a valid f32, f16 or bf16, and u8 has no
+        // alignment requirement.
+        unsafe { std::slice::from_raw_parts_mut(ptr, bytes) }
+    }
+
     /// Keeps the first `n` elements (device buffers are at least one element long).
     pub fn truncate(&mut self, n: usize) {
         match self {
@@ -160,5 +178,12 @@ mod tests {
         );
         let f = HostData::from_f32(DType::F32, &[0.1, -7.0]);
         assert_eq!(HostData::from_le_bytes(DType::F32, &f.as_bytes(), 2), f);
+        // Written in place, the same elements as read from the bytes.
+        let mut g = HostData::zeros(DType::F32, 2);
+        g.le_bytes_mut().copy_from_slice(&f.as_bytes());
+        assert_eq!(g, f);
+        let mut z = HostData::zeros(DType::Bf16, 3);
+        z.le_bytes_mut().copy_from_slice(&b);
+        assert_eq!(z, h);
     }
 }

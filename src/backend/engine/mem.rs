@@ -56,16 +56,33 @@ impl<R: Runtime> DevMem<R> {
     /// shows in the copy probe that measures it, not as wrong results of every other op; a setup
     /// copy that arrives changed is an error of its own, never silently wrong inputs.
     pub fn upload(rt: &Rc<R>, bytes: &[u8]) -> Result<DevMem<R>, UnitError> {
-        let m = DevMem::alloc(rt, bytes.len())?;
-        let mut stage = Pinned::alloc(rt, bytes.len(), false)?;
-        stage.as_mut_slice().copy_from_slice(bytes);
+        DevMem::upload_via(rt, bytes, &mut None)
+    }
+
+    /// As [`DevMem::upload`], staged through `stage`: grown to fit when it is smaller, and left
+    /// there for the next upload (pinning a unit's hundreds of MB of inputs anew for every unit
+    /// costs more than copying them).
+    pub fn upload_via(
+        rt: &Rc<R>,
+        bytes: &[u8],
+        stage: &mut Option<Pinned<R>>,
+    ) -> Result<DevMem<R>, UnitError> {
         let n = bytes.len();
-        // SAFETY: both sides hold n bytes.
+        let m = DevMem::alloc(rt, n)?;
+        let stage = match stage {
+            Some(s) if s.bytes >= n => s,
+            slot => {
+                *slot = None;
+                slot.insert(Pinned::alloc(rt, n, false)?)
+            }
+        };
+        stage.as_mut_slice()[..n].copy_from_slice(bytes);
+        // SAFETY: both sides hold at least n bytes.
         unsafe { copy_now(&**rt, m.ptr, stage.ptr, n, CopyKind::HostToDevice) }?;
-        stage.as_mut_slice().fill(0);
+        stage.as_mut_slice()[..n].fill(0);
         // SAFETY: as above.
         unsafe { copy_now(&**rt, stage.ptr, m.ptr, n, CopyKind::DeviceToHost) }?;
-        let back = stage.as_slice();
+        let back = &stage.as_slice()[..n];
         if back != bytes {
             let differ = back.iter().zip(bytes).filter(|(a, b)| a != b).count();
             let zeros = back.iter().all(|&b| b == 0);
@@ -84,12 +101,26 @@ impl<R: Runtime> DevMem<R> {
 
     /// The contents, once everything queued before has finished.
     pub fn read(&self) -> Result<Vec<u8>, UnitError> {
-        self.rt.sync()?;
         let mut v = vec![0u8; self.bytes];
-        let (to, n) = (v.as_mut_ptr().cast(), self.bytes);
-        // SAFETY: the vector holds exactly n bytes.
-        unsafe { copy_now(&*self.rt, to, self.ptr, n, CopyKind::DeviceToHost) }?;
+        self.read_into(&mut v)?;
         Ok(v)
+    }
+
+    /// The first `to.len()` bytes of the contents (at most all of them) into `to`, once
+    /// everything queued before has finished; the rest of `to` is left as it is.
+    pub fn read_into(&self, to: &mut [u8]) -> Result<(), UnitError> {
+        self.rt.sync()?;
+        let n = self.bytes.min(to.len());
+        // SAFETY: both sides hold at least n bytes.
+        unsafe {
+            copy_now(
+                &*self.rt,
+                to.as_mut_ptr().cast(),
+                self.ptr,
+                n,
+                CopyKind::DeviceToHost,
+            )
+        }
     }
 
     /// Queues a copy of the first `min(len)` bytes of `from` into this buffer.
@@ -154,9 +185,13 @@ pub struct Tensor<R: Runtime> {
 }
 
 impl<R: Runtime> Tensor<R> {
-    pub fn upload(rt: &Rc<R>, h: &HostData) -> Result<Tensor<R>, UnitError> {
+    pub fn upload(
+        rt: &Rc<R>,
+        h: &HostData,
+        stage: &mut Option<Pinned<R>>,
+    ) -> Result<Tensor<R>, UnitError> {
         Ok(Tensor {
-            mem: DevMem::upload(rt, &h.as_bytes())?,
+            mem: DevMem::upload_via(rt, &h.as_bytes(), stage)?,
             dtype: h.dtype(),
             len: h.len(),
         })
@@ -175,10 +210,8 @@ impl<R: Runtime> Tensor<R> {
     }
 
     pub fn download(&self) -> Result<HostData, UnitError> {
-        Ok(HostData::from_le_bytes(
-            self.dtype,
-            &self.mem.read()?,
-            self.len,
-        ))
+        let mut h = HostData::zeros(self.dtype, self.len);
+        self.mem.read_into(h.le_bytes_mut())?;
+        Ok(h)
     }
 }

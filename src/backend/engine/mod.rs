@@ -45,6 +45,8 @@ pub struct Device<R: Runtime> {
     blocker: RefCell<Option<Result<timer::Blocker<R>, UnitError>>>,
     /// The cold-sample flush buffer (`flush_cache`), made on first use.
     flush: RefCell<Option<DevMem<R>>>,
+    /// The pinned buffer inputs are uploaded through, grown to the largest so far.
+    stage: RefCell<Option<mem::Pinned<R>>>,
 }
 
 /// The device as units hold it.
@@ -63,6 +65,7 @@ impl<R: Runtime> Device<R> {
             rt: Rc::new(rt),
             blocker: RefCell::new(None),
             flush: RefCell::new(None),
+            stage: RefCell::new(None),
         })
     }
 
@@ -92,7 +95,7 @@ impl<R: Runtime> Device<R> {
     }
 
     pub fn upload(&self, h: &crate::tensor::HostData) -> Result<mem::Tensor<R>, UnitError> {
-        mem::Tensor::upload(&self.rt, h)
+        mem::Tensor::upload(&self.rt, h, &mut self.stage.borrow_mut())
     }
 
     pub fn zeros(
