@@ -8,8 +8,9 @@ imports nothing but torch and the standard library, so it runs in any environmen
 Framing, both ways: one JSON object per line; a request whose object has "blobs": [n1, n2, ...]
 is followed by that many raw byte strings of those lengths (little-endian tensors); an answer
 with "blob": n is followed by n raw bytes. A "prepare" with "same_inputs": true sends no blobs:
-it uses those of the previous "prepare" (the same case, another solver). Answers: {"phase": name} while working (compile,
-alloc), then {"ok": true, ...} or {"ok": false, "kind": "unsupported" | "error", "message": ...}.
+it uses those of the previous "prepare" (the same case, another solver). Answers:
+{"phase": name} while working (compile, alloc), then {"ok": true, ...} or
+{"ok": false, "kind": "unsupported" | "error", "message": ...}.
 The first line this process writes is the hello: what torch and its device are.
 
 A request may carry "fault" (rocsweep's TEST-ONLY fault switch, ROCSWEEP_TEST_FAULT): the action
@@ -59,6 +60,10 @@ class Device:
         self.dev = torch.device("cuda" if self.gpu else "cpu")
         self.hip = getattr(torch.version, "hip", None)
         self.cycles_per_s = None
+        # How many times longer than its estimate the spin had to be for this op's last sample:
+        # kept across samples (a spin that falls short once, from a slower clock than the one
+        # calibrated, would fall short every sample), reset when an op is prepared.
+        self.spin_scale = 1.0
 
     def sync(self):
         if self.gpu:
@@ -114,7 +119,7 @@ class Device:
         # took to queue, k times over), not their device time: a longer spin would rest the card
         # before every sample, which rocsweep's own timer does not (its kernel is released as
         # soon as the calls are queued), and a card at its power limit runs faster after a rest.
-        hold_s = 100e-6 + 2.0 * k * max(launch, 5e-6)
+        hold_s = (100e-6 + 2.0 * k * max(launch, 5e-6)) * self.spin_scale
         for _ in range(6):
             held, a, b = ev(), ev(), ev()
             torch.cuda._sleep(int(hold_s * self.calibrate()))
@@ -128,6 +133,7 @@ class Device:
             if released_late:
                 return a.elapsed_time(b) / 1e3 / k, call
             hold_s *= 4
+            self.spin_scale = min(self.spin_scale * 4, 4.0**5)
         raise RuntimeError("the spin kernel ended before the calls were queued (6 tries)")
 
     def flush(self, nbytes):
@@ -574,6 +580,7 @@ def serve(d, inp):
         try:
             if cmd == "prepare":
                 op = None
+                d.spin_scale = 1.0
                 p = req["problem"]
                 kind = p["op"]
                 if kind == "rng":

@@ -88,19 +88,23 @@ impl HostData {
 
     /// The raw bytes, little-endian as in device memory.
     pub fn as_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.byte_len());
-        match self {
-            HostData::F32(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            HostData::F16(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-            HostData::Bf16(v) => v
-                .iter()
-                .for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        }
-        out
+        self.le_bytes().to_vec()
+    }
+
+    /// The elements' storage as little-endian bytes, borrowed (what a device copy reads).
+    pub fn le_bytes(&self) -> &[u8] {
+        const _: () = assert!(
+            cfg!(target_endian = "little"),
+            "device bytes are little-endian"
+        );
+        let (ptr, bytes): (*const u8, usize) = match self {
+            HostData::F32(v) => (v.as_ptr().cast(), v.len() * 4),
+            HostData::F16(v) => (v.as_ptr().cast(), v.len() * 2),
+            HostData::Bf16(v) => (v.as_ptr().cast(), v.len() * 2),
+        };
+        // SAFETY: the vector's own initialised storage, `bytes` long, borrowed through `self`
+        // for the slice's lifetime; u8 has no alignment requirement.
+        unsafe { std::slice::from_raw_parts(ptr, bytes) }
     }
 
     /// Reads `len` elements of `dtype` from little-endian bytes (as copied from a device);

@@ -64,7 +64,7 @@ def main():
             f"8192^3 {'tf32' if tf32 else 'f32 '} k={k} hold long {holds['long']*1e3:.2f} ms, "
             f"short {holds['short']*1e3:.3f} ms: median long {med.get('long', float('nan')):.4f} ms "
             f"({len(got['long'])}), short {med.get('short', float('nan')):.4f} ms ({len(got['short'])}), "
-            f"long/short {med['long'] / med['short']:.4f}"
+            f"long/short {med.get('long', float('nan')) / med.get('short', float('nan')):.4f}"
         )
 
 

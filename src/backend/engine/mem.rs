@@ -191,7 +191,7 @@ impl<R: Runtime> Tensor<R> {
         stage: &mut Option<Pinned<R>>,
     ) -> Result<Tensor<R>, UnitError> {
         Ok(Tensor {
-            mem: DevMem::upload_via(rt, &h.as_bytes(), stage)?,
+            mem: DevMem::upload_via(rt, h.le_bytes(), stage)?,
             dtype: h.dtype(),
             len: h.len(),
         })

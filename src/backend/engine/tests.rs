@@ -19,7 +19,7 @@ use std::time::Instant;
 #[derive(Default)]
 struct HostRt {
     /// Host-to-device copies arrive as zeros (seed 001).
-    zeroing_copies: bool,
+    zeroing_copies: Cell<bool>,
     /// Every event interval is zero (seen with MIOpen on gfx1151).
     zero_intervals: bool,
     sizes: RefCell<HashMap<usize, usize>>,
@@ -84,7 +84,7 @@ impl Runtime for HostRt {
     ) -> Result<(), UnitError> {
         // SAFETY: the engine's contract: both sides hold `bytes` bytes.
         unsafe {
-            if self.zeroing_copies && kind == CopyKind::HostToDevice {
+            if self.zeroing_copies.get() && kind == CopyKind::HostToDevice {
                 std::ptr::write_bytes(dst.cast::<u8>(), 0, bytes);
             } else {
                 std::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), bytes);
@@ -189,7 +189,7 @@ fn a_tensor_goes_up_and_comes_back_through_any_runtime() {
 #[test]
 fn an_upload_that_arrives_as_zeros_is_an_error_of_its_own() {
     let d = dev(HostRt {
-        zeroing_copies: true,
+        zeroing_copies: Cell::new(true),
         ..HostRt::default()
     });
     let Err(UnitError::Library {
@@ -208,6 +208,25 @@ fn an_upload_that_arrives_as_zeros_is_an_error_of_its_own() {
         message.ends_with("3 of 8 bytes differ (all zeros)"),
         "{message}"
     );
+}
+
+#[test]
+fn uploads_share_one_staging_buffer_and_each_is_checked_over_its_own_length() {
+    let d = dev(HostRt::default());
+    let big = HostData::F32((0..1000).map(|i| i as f32).collect());
+    let small = HostData::from_f32(DType::Bf16, &[7.0, -1.5, 0.25]);
+    let t = d.upload(&big).expect("upload");
+    assert_eq!(t.download().expect("download"), big);
+    // The staging buffer is now 4000 bytes and still holds the big tensor's bytes past 6.
+    let t = d.upload(&small).expect("upload");
+    assert_eq!(t.download().expect("download"), small);
+    // A copy that arrives as zeros is caught through the larger buffer too.
+    d.zeroing_copies.set(true);
+    let Err(UnitError::Library { code, message, .. }) = d.upload(&small) else {
+        panic!("a corrupted upload must fail");
+    };
+    assert_eq!(code, "INPUT_UPLOAD_CORRUPTED");
+    assert!(message.contains("of 6 bytes differ"), "{message}");
 }
 
 #[test]

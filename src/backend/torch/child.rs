@@ -116,13 +116,13 @@ impl Conn {
     pub fn ask(
         &mut self,
         mut head: Json,
-        blobs: &[Vec<u8>],
+        blobs: &[&[u8]],
         phase: &mut dyn FnMut(&str),
     ) -> Result<Answer, UnitError> {
         if let Some(a) = crate::exec::fault::take_deferred() {
             head["fault"] = Json::from(a.name());
         }
-        head["blobs"] = Json::from(blobs.iter().map(Vec::len).collect::<Vec<_>>());
+        head["blobs"] = Json::from(blobs.iter().map(|b| b.len()).collect::<Vec<_>>());
         let mut line = head.to_string();
         line.push('\n');
         let sent = self.stdin.write_all(line.as_bytes()).and_then(|_| {

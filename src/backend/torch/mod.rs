@@ -127,16 +127,16 @@ impl TorchBackend {
     }
 }
 
-/// The inputs as the Python side reads them: one little-endian tensor per blob.
-fn blobs(inputs: &Inputs) -> (Vec<Vec<u8>>, u64) {
+/// The inputs as the Python side reads them: one little-endian tensor per blob, borrowed.
+fn blobs(inputs: &Inputs) -> (Vec<&[u8]>, u64) {
     match inputs {
-        Inputs::Conv2d(i) => (vec![i.a.as_bytes(), i.b.as_bytes()], 0),
-        Inputs::Gemm(i) => (vec![i.a.as_bytes(), i.b.as_bytes()], 0),
+        Inputs::Conv2d(i) => (vec![i.a.le_bytes(), i.b.le_bytes()], 0),
+        Inputs::Gemm(i) => (vec![i.a.le_bytes(), i.b.le_bytes()], 0),
         Inputs::Rng { seed } => (Vec::new(), *seed),
-        Inputs::Copy(d) | Inputs::Cast(d) => (vec![d.as_bytes()], 0),
+        Inputs::Copy(d) | Inputs::Cast(d) => (vec![d.le_bytes()], 0),
         Inputs::Graph(g) => {
-            let mut v = vec![g.mix.as_bytes(), g.filter.as_bytes()];
-            v.extend(g.activations.iter().map(HostData::as_bytes));
+            let mut v = vec![g.mix.le_bytes(), g.filter.le_bytes()];
+            v.extend(g.activations.iter().map(HostData::le_bytes));
             (v, 0)
         }
     }
@@ -186,18 +186,24 @@ impl Backend for TorchBackend {
         let mut conn = self.conn.borrow_mut();
         // The same inputs as the last prepare (the same case, another solver): the Python side
         // still has them.
-        let same = !data.is_empty() && conn.last_inputs.as_ref() == Some(&data);
+        let same = !data.is_empty()
+            && conn.last_inputs.as_ref().is_some_and(|last| {
+                last.len() == data.len() && last.iter().zip(&data).all(|(a, b)| a == b)
+            });
         if same {
             head["same_inputs"] = Json::from(true);
+        } else {
+            // Dropped before the new copy is made: at most one copy besides the inputs.
+            conn.last_inputs = None;
         }
-        let sent: &[Vec<u8>] = if same { &[] } else { &data };
+        let sent: &[&[u8]] = if same { &[] } else { &data };
         let answer = conn.ask(head, sent, &mut |p| {
             if let Some(p) = known_phase(p) {
                 phases.phase(p);
             }
         });
         if !same {
-            conn.last_inputs = Some(data);
+            conn.last_inputs = Some(data.iter().map(|b| b.to_vec()).collect());
         }
         let answer = answer?;
         drop(conn);
