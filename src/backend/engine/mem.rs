@@ -23,6 +23,9 @@ unsafe fn copy_now<R: Runtime>(
     rt.sync()
 }
 
+/// How many bytes of an upload go through pinned memory at a time.
+pub const STAGE_BYTES: usize = 64 << 20;
+
 /// Device memory freed on drop.
 pub struct DevMem<R: Runtime> {
     rt: Rc<R>,
@@ -56,42 +59,73 @@ impl<R: Runtime> DevMem<R> {
     /// shows in the copy probe that measures it, not as wrong results of every other op; a setup
     /// copy that arrives changed is an error of its own, never silently wrong inputs.
     pub fn upload(rt: &Rc<R>, bytes: &[u8]) -> Result<DevMem<R>, UnitError> {
-        DevMem::upload_via(rt, bytes, &mut None)
+        DevMem::upload_via(rt, bytes, &mut None, STAGE_BYTES)
     }
 
-    /// As [`DevMem::upload`], staged through `stage`: grown to fit when it is smaller, and left
-    /// there for the next upload (pinning a unit's hundreds of MB of inputs anew for every unit
-    /// costs more than copying them).
+    /// As [`DevMem::upload`], `piece` bytes at a time through `stage`: grown to `piece` bytes
+    /// (or the whole upload, if smaller) when it is smaller, and left there for the next upload
+    /// (pinning a unit's hundreds of MB of inputs anew for every unit cost more than copying
+    /// them; pinning them all for a worker's life would hold that much locked memory).
     pub fn upload_via(
         rt: &Rc<R>,
         bytes: &[u8],
         stage: &mut Option<Pinned<R>>,
+        piece: usize,
     ) -> Result<DevMem<R>, UnitError> {
         let n = bytes.len();
         let m = DevMem::alloc(rt, n)?;
+        let piece = piece.max(1);
+        let want = n.clamp(1, piece);
         let stage = match stage {
-            Some(s) if s.bytes >= n => s,
+            Some(s) if s.bytes >= want => s,
             slot => {
                 *slot = None;
-                slot.insert(Pinned::alloc(rt, n, false)?)
+                slot.insert(Pinned::alloc(rt, want, false)?)
             }
         };
-        stage.as_mut_slice()[..n].copy_from_slice(bytes);
-        // SAFETY: both sides hold at least n bytes.
-        unsafe { copy_now(&**rt, m.ptr, stage.ptr, n, CopyKind::HostToDevice) }?;
-        stage.as_mut_slice()[..n].fill(0);
-        // SAFETY: as above.
-        unsafe { copy_now(&**rt, stage.ptr, m.ptr, n, CopyKind::DeviceToHost) }?;
-        let back = &stage.as_slice()[..n];
-        if back != bytes {
-            let differ = back.iter().zip(bytes).filter(|(a, b)| a != b).count();
-            let zeros = back.iter().all(|&b| b == 0);
+        // The device address of the piece starting at byte `at` (an address, never dereferenced
+        // here).
+        let on_device = |at: usize| -> Ptr { m.ptr.cast::<u8>().wrapping_add(at).cast() };
+        for (i, part) in bytes.chunks(piece).enumerate() {
+            stage.as_mut_slice()[..part.len()].copy_from_slice(part);
+            // SAFETY: the stage holds at least part.len() bytes, and so does the device buffer
+            // from this piece's offset.
+            unsafe {
+                copy_now(
+                    &**rt,
+                    on_device(i * piece),
+                    stage.ptr,
+                    part.len(),
+                    CopyKind::HostToDevice,
+                )
+            }?;
+        }
+        let (mut differ, mut zeros) = (0, true);
+        for (i, part) in bytes.chunks(piece).enumerate() {
+            let len = part.len();
+            stage.as_mut_slice()[..len].fill(0);
+            // SAFETY: as above.
+            unsafe {
+                copy_now(
+                    &**rt,
+                    stage.ptr,
+                    on_device(i * piece),
+                    len,
+                    CopyKind::DeviceToHost,
+                )
+            }?;
+            let back = &stage.as_slice()[..len];
+            if back != part {
+                differ += back.iter().zip(part).filter(|(a, b)| a != b).count();
+            }
+            zeros &= back.iter().all(|&b| b == 0);
+        }
+        if differ > 0 {
             return Err(UnitError::Library {
                 library: R::LIBRARY.into(),
                 code: "INPUT_UPLOAD_CORRUPTED".into(),
                 message: format!(
-                    "the inputs did not arrive on the device intact through pinned memory: {differ} of {} bytes differ{}",
-                    bytes.len(),
+                    "the inputs did not arrive on the device intact through pinned memory: {differ} of {n} bytes differ{}",
                     if zeros { " (all zeros)" } else { "" }
                 ),
             });
@@ -191,7 +225,7 @@ impl<R: Runtime> Tensor<R> {
         stage: &mut Option<Pinned<R>>,
     ) -> Result<Tensor<R>, UnitError> {
         Ok(Tensor {
-            mem: DevMem::upload_via(rt, h.le_bytes(), stage)?,
+            mem: DevMem::upload_via(rt, h.le_bytes(), stage, STAGE_BYTES)?,
             dtype: h.dtype(),
             len: h.len(),
         })

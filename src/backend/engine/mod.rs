@@ -45,7 +45,7 @@ pub struct Device<R: Runtime> {
     blocker: RefCell<Option<Result<timer::Blocker<R>, UnitError>>>,
     /// The cold-sample flush buffer (`flush_cache`), made on first use.
     flush: RefCell<Option<DevMem<R>>>,
-    /// The pinned buffer inputs are uploaded through, grown to the largest so far.
+    /// The pinned buffer inputs are uploaded through, piece by piece (`mem::STAGE_BYTES`).
     stage: RefCell<Option<mem::Pinned<R>>>,
 }
 

@@ -230,6 +230,28 @@ fn uploads_share_one_staging_buffer_and_each_is_checked_over_its_own_length() {
 }
 
 #[test]
+fn an_upload_larger_than_the_stage_goes_in_pieces_and_is_checked_whole() {
+    let rt = std::rc::Rc::new(HostRt::default());
+    let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut stage = None;
+    // 1000 bytes through a 96-byte stage: 11 pieces, the last one short.
+    let m = DevMem::upload_via(&rt, &bytes, &mut stage, 96).expect("upload");
+    assert_eq!(stage.as_ref().map(|s| s.bytes), Some(96));
+    assert_eq!(m.read().expect("read"), bytes);
+    // Every piece is checked: a zeroing copy path is named with the whole upload's count.
+    rt.zeroing_copies.set(true);
+    let Err(UnitError::Library { message, .. }) = DevMem::upload_via(&rt, &bytes, &mut stage, 96)
+    else {
+        panic!("a corrupted upload must fail");
+    };
+    let nonzero = bytes.iter().filter(|&&b| b != 0).count();
+    assert!(
+        message.ends_with(&format!("{nonzero} of 1000 bytes differ (all zeros)")),
+        "{message}"
+    );
+}
+
+#[test]
 fn a_sample_is_timed_behind_the_blocking_kernel_or_as_a_graph() {
     let d = dev(HostRt::default());
     let calls = Cell::new(0);
