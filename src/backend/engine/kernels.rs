@@ -152,8 +152,8 @@ impl<R: Runtime> Kernels<R> {
     ) -> Result<Vec<f64>, UnitError> {
         let rt = &self.module.rt;
         let g = &p.geom;
-        let xd = DevMem::upload(rt, &x.as_bytes())?;
-        let wd = DevMem::upload(rt, &w.as_bytes())?;
+        let xd = DevMem::upload(rt, x.le_bytes())?;
+        let wd = DevMem::upload(rt, w.le_bytes())?;
         let total = p.output_len();
         let yd = DevMem::zeroed(rt, total * 8)?;
         let too_big = || UnitError::Unsupported("a dimension exceeds the kernel's int".into());

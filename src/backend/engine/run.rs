@@ -120,7 +120,7 @@ impl<R: Runtime, C: Call> Prepared for CallRun<R, C> {
 
     fn rotate_inputs(&mut self, bytes: u64) -> Result<(), UnitError> {
         let (ha, hb) = (self.a.download()?, self.b.download()?);
-        let set = (ha.as_bytes().len() + hb.as_bytes().len()) as u64;
+        let set = (ha.byte_len() + hb.byte_len()) as u64;
         for _ in 1..crate::timing::rotating_sets(bytes, set) {
             self.rotating
                 .push((self.dev.upload(&ha)?, self.dev.upload(&hb)?));

@@ -187,9 +187,10 @@ impl Backend for TorchBackend {
         // The same inputs as the last prepare (the same case, another solver): the Python side
         // still has them.
         let same = !data.is_empty()
-            && conn.last_inputs.as_ref().is_some_and(|last| {
-                last.len() == data.len() && last.iter().zip(&data).all(|(a, b)| a == b)
-            });
+            && conn
+                .last_inputs
+                .as_ref()
+                .is_some_and(|last| last.iter().map(Vec::as_slice).eq(data.iter().copied()));
         if same {
             head["same_inputs"] = Json::from(true);
         } else {
