@@ -129,6 +129,33 @@ pub fn create_cache_dirs(spec: &WorkerSpec, env: &Env) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `cmd.spawn()`, tried again while the executable is busy (ETXTBSY). Another thread of this
+/// process that forks while it has the file open for writing (a test writing its worker script,
+/// a build replacing the binary) makes exec fail for as long as that child lives, which ends at
+/// its own exec: a passing state, not a missing worker. Any other error is returned at once.
+fn spawn_retrying_busy(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut wait = Duration::from_millis(1);
+    spawn_while_busy(cmd, 12, || {
+        std::thread::sleep(wait);
+        wait = (wait * 2).min(Duration::from_millis(200));
+    })
+}
+
+/// `cmd.spawn()`, with `between()` before each of up to `retries` new tries after ETXTBSY.
+fn spawn_while_busy(
+    cmd: &mut Command,
+    retries: u32,
+    mut between: impl FnMut(),
+) -> std::io::Result<Child> {
+    for _ in 0..retries {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => between(),
+            other => return other,
+        }
+    }
+    cmd.spawn()
+}
+
 impl WorkerHandle {
     /// Starts a worker of the context `env`: its env combination, and its backend and ROCm
     /// tree where the run names several (else the spec's backend and the inherited tree).
@@ -164,7 +191,7 @@ impl WorkerHandle {
         }
         let combo = serde_json::to_string(env.vars).map_err(std::io::Error::other)?;
         cmd.env(super::worker::ENV_COMBO, combo);
-        let mut child = cmd.spawn()?;
+        let mut child = spawn_retrying_busy(&mut cmd)?;
         let stdout = child
             .stdout
             .take()
@@ -416,5 +443,42 @@ pub fn describe_exit(st: Option<ExitStatus>) -> String {
             None => format!("exited with code {}", st.code().unwrap_or(-1)),
         },
         None => "did not exit".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// An executable that this process holds open for writing cannot be exec'd (ETXTBSY) until
+    /// the writer closes it: the spawn is tried again after each refusal, and gives up with the
+    /// system's own error only after its retries.
+    #[test]
+    fn a_busy_executable_is_tried_again_until_its_writer_closes_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let exe = dir.path().join("w.sh");
+        let mut writer = File::create(&exe).unwrap_or_else(|e| panic!("{e}"));
+        writer
+            .write_all(b"#!/bin/sh\nexit 7\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        let mut refusals = 0;
+        let err = spawn_while_busy(&mut Command::new(&exe), 2, || refusals += 1)
+            .err()
+            .unwrap_or_else(|| panic!("exec'd a file open for writing"));
+        assert_eq!((err.raw_os_error(), refusals), (Some(libc::ETXTBSY), 2));
+
+        let mut writer = Some(writer);
+        let mut refusals = 0;
+        let mut child = spawn_while_busy(&mut Command::new(&exe), 2, || {
+            refusals += 1;
+            drop(writer.take());
+        })
+        .unwrap_or_else(|e| panic!("not started once its writer closed: {e}"));
+        let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((status.code(), refusals), (Some(7), 1));
     }
 }
