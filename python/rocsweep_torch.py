@@ -160,16 +160,22 @@ def info(d):
             versions["miopen" if d.hip else "cudnn"] = str(torch.backends.cudnn.version())
     except Exception:  # a build without cuDNN/MIOpen bindings
         pass
+    pci = None
     if d.gpu:
         p = torch.cuda.get_device_properties(d.dev)
         # gcnArchName is the gfx target on ROCm builds (CUDA builds fill it with the name).
         arch = getattr(p, "gcnArchName", "") if d.hip else "sm_%d%d" % (p.major, p.minor)
         devices = ["%s (%s, torch %s)" % (p.name, arch, "ROCm" if d.hip else "CUDA")]
         count = torch.cuda.device_count()
+        # Where the device sits, so that the Rust side can read its clock and temperature
+        # (NVML, ROCm SMI) as the other GPU backends do; older torch has no PCI fields.
+        if hasattr(p, "pci_bus_id"):
+            pci = "%04x:%02x:%02x.0" % (getattr(p, "pci_domain_id", 0), p.pci_bus_id, p.pci_device_id)
     else:
         devices = ["cpu (torch %s, %d threads)" % (torch.__version__, torch.get_num_threads())]
         count = 1
     return {
+        "pci_bus_id": pci,
         "versions": versions,
         "devices": devices,
         "device_count": count,

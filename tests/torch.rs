@@ -659,6 +659,12 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
             .is_some_and(|v| !v.is_empty()),
         "{t}"
     );
+    // Clock and temperature come from the vendor's management library for torch's device (as
+    // for the cuda and rocm backends); on torch's CPU device the manifest says there are none.
+    assert_eq!(
+        t["versions"]["telemetry"], "none (torch runs on the CPU)",
+        "{t}"
+    );
     let libs = t["libraries"].as_array().unwrap();
     assert!(
         libs.iter()

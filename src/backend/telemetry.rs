@@ -19,6 +19,11 @@ pub trait Monitor {
     fn read(&self) -> Reading;
 }
 
+/// The manifest's `telemetry` line where NVML opened (cuda and torch on CUDA).
+pub const NVML_READS: &str = "NVML (SM clock, temperature per unit)";
+/// The same where ROCm SMI opened (rocm and torch on ROCm).
+pub const SMI_READS: &str = "ROCm SMI (system clock, temperature per unit)";
+
 /// A clock that fell by more than this fraction during the samples flags the unit.
 pub const DROP: f64 = 0.05;
 

@@ -11,7 +11,7 @@ mod cublas;
 mod gemm;
 mod graph;
 pub(crate) mod graph_info;
-mod nvml;
+pub mod nvml;
 mod pad;
 mod simple;
 
@@ -101,7 +101,7 @@ impl CudaBackend {
     pub fn open() -> Result<CudaBackend, String> {
         let (cuda, gpu, info) = Cuda::open()?;
         let nvml = pci_bus_id(&gpu).and_then(|id| nvml::Nvml::open(&id));
-        let monitor = nvml.map(|n| (n, "NVML (SM clock, temperature per unit)"));
+        let monitor = nvml.map(|n| (n, crate::backend::telemetry::NVML_READS));
         Ok(GpuBackend::new(cuda, gpu, info, monitor))
     }
 }

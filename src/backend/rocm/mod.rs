@@ -22,7 +22,7 @@ pub mod loader;
 mod miopen;
 pub mod provenance;
 mod rocblas;
-mod smi;
+pub mod smi;
 pub mod solvers;
 
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
@@ -320,7 +320,7 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
 impl RocmBackend {
     pub fn open() -> Result<RocmBackend, String> {
         let (rocm, dev, info, smi) = Rocm::open()?;
-        let monitor = smi.map(|s| (s, "ROCm SMI (system clock, temperature per unit)"));
+        let monitor = smi.map(|s| (s, crate::backend::telemetry::SMI_READS));
         Ok(GpuBackend::new(rocm, dev, info, monitor))
     }
 }

@@ -11,6 +11,7 @@ pub use child::{PYTHON_VAR, SOURCE, choose_python};
 /// must then have a GPU of its own.
 pub const NEEDS_GPU_VAR: &str = "ROCSWEEP_TORCH_NEEDS_GPU";
 
+use crate::backend::telemetry::{Monitor, NVML_READS, Reading, SMI_READS};
 use crate::backend::{Backend, BackendInfo, LibraryFile, PhaseSink, Prepared, UnitError};
 use crate::op::{Inputs, OpKind, Problem};
 use crate::tensor::HostData;
@@ -56,6 +57,26 @@ pub struct TorchBackend {
     conn: Rc<RefCell<Conn>>,
     info: BackendInfo,
     gpu: bool,
+    /// Clock and temperature of torch's device (none on the CPU, or where the vendor's
+    /// management library did not open).
+    monitor: Option<Box<dyn Monitor>>,
+}
+
+/// The vendor's management library for the device torch runs on, found by the PCI bus id the
+/// Python side reports (`runtime` "cuda": NVML, "hip": ROCm SMI; the same readers as the cuda
+/// and rocm backends), with what it reads for the manifest's `telemetry` line; Err says why not.
+fn open_monitor(
+    runtime: &str,
+    pci_bus_id: Option<&str>,
+) -> Result<(Box<dyn Monitor>, &'static str), String> {
+    let pci = || pci_bus_id.ok_or("this torch does not report its device's PCI bus id");
+    match runtime {
+        "cuda" => crate::backend::cuda::nvml::Nvml::open(pci()?)
+            .map(|m| (Box::new(m) as Box<dyn Monitor>, NVML_READS)),
+        "hip" => crate::backend::rocm::smi::Smi::open(pci()?)
+            .map(|m| (Box::new(m) as Box<dyn Monitor>, SMI_READS)),
+        _ => Err("torch runs on the CPU".into()),
+    }
 }
 
 impl TorchBackend {
@@ -96,7 +117,7 @@ impl TorchBackend {
             "torch device".into(),
             i["runtime"].as_str().unwrap_or("cpu").to_string(),
         );
-        let info = BackendInfo {
+        let mut info = BackendInfo {
             backend: "torch".into(),
             available: true,
             devices: strings("devices"),
@@ -112,6 +133,14 @@ impl TorchBackend {
             ..BackendInfo::default()
         };
         let gpu = i["gpu"].as_bool().unwrap_or(false);
+        let (monitor, line) = match open_monitor(
+            i["runtime"].as_str().unwrap_or("cpu"),
+            i["pci_bus_id"].as_str(),
+        ) {
+            Ok((m, what)) => (Some(m), what.to_string()),
+            Err(why) => (None, format!("none ({why})")),
+        };
+        info.versions.insert("telemetry".into(), line);
         if let Some(beside) = std::env::var(NEEDS_GPU_VAR).ok().filter(|_| !gpu) {
             return Err(format!(
                 "torch {} has no GPU (python {}), and this run sets it beside {beside}, which runs on one",
@@ -123,6 +152,7 @@ impl TorchBackend {
             conn: Rc::new(RefCell::new(conn)),
             gpu,
             info,
+            monitor,
         })
     }
 }
@@ -154,6 +184,10 @@ impl Backend for TorchBackend {
 
     fn info(&self) -> BackendInfo {
         self.info.clone()
+    }
+
+    fn telemetry(&mut self) -> Reading {
+        self.monitor.as_ref().map(|m| m.read()).unwrap_or_default()
     }
 
     fn solvers(&self, problem: &Problem) -> Vec<String> {
@@ -264,5 +298,40 @@ impl Prepared for TorchPrepared {
 
     fn flush_cache(&mut self, bytes: u64) {
         let _ = self.ask(json!({"cmd": "flush", "bytes": bytes}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_monitor;
+
+    fn why(runtime: &str, pci: Option<&str>) -> String {
+        match open_monitor(runtime, pci) {
+            Ok((_, what)) => format!("opened: {what}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Which management library torch's device is read through, and the note when none opens:
+    /// on this machine (no GPU) every GPU runtime ends in the real library's own refusal.
+    #[test]
+    fn torchs_device_is_read_through_its_vendors_library_or_the_manifest_says_why_not() {
+        assert_eq!(why("cpu", Some("0000:03:00.0")), "torch runs on the CPU");
+        for runtime in ["cuda", "hip"] {
+            assert_eq!(
+                why(runtime, None),
+                "this torch does not report its device's PCI bus id"
+            );
+        }
+        // NVML: absent here (no NVIDIA driver), or present without this device.
+        let e = why("cuda", Some("0000:03:00.0"));
+        assert!(
+            e.starts_with("NVML (libnvidia-ml.so.1) not loaded") || e.starts_with("NVML: "),
+            "{e}"
+        );
+        // ROCm SMI: Debian's real librocm-smi64 (.ci/run installs it) refuses without an AMD GPU;
+        // without the package, the loader says it found none.
+        let e = why("hip", Some("0000:03:00.0"));
+        assert!(e.starts_with("ROCm SMI"), "{e}");
     }
 }
