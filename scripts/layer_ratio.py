@@ -29,16 +29,9 @@ def fnum(s):
         return math.nan
 
 
-def main():
-    if sys.argv[1] == "--each":
-        lib_rows = [r for run in sys.argv[2:] for r in rows(run)]
-        torch_rows = []
-    else:
-        lib_rows = rows(sys.argv[1])
-        torch_rows = rows(sys.argv[2]) if len(sys.argv) > 2 else []
-    if not torch_rows:
-        torch_rows = [r for r in lib_rows if r["backend"] == "torch"]
-        lib_rows = [r for r in lib_rows if r["backend"] != "torch"]
+def pairs(lib_rows, torch_rows):
+    """Per case with both layers ok: (case_id, library best, torch best, ratio, spread, verdict),
+    each best as (median ms, solver, trial spread, row); verdict "below", "noise" or ""."""
     best = {}
     for side, rs in (("lib", lib_rows), ("torch", torch_rows)):
         for r in rs:
@@ -48,27 +41,47 @@ def main():
             key = (side, r["case_id"])
             if key not in best or ms < best[key][0]:
                 best[key] = (ms, r["solver"], fnum(r.get("trial_spread")) or 0.0, r)
-    shapes = sorted({cid for (side, cid) in best if side == "lib"})
-    lines, ratios, below, noise = [], [], 0, 0
-    sizes = ("m", "n", "k", "dtype", "compute", "c_in", "c_out", "h", "kernel", "stride", "direction")
-    for cid in shapes:
+    out = []
+    for cid in sorted({cid for (side, cid) in best if side == "lib"}):
         if ("torch", cid) not in best:
             continue
-        lib_ms, lib_solver, lib_spread, r = best[("lib", cid)]
-        t_ms, t_solver, t_spread, _ = best[("torch", cid)]
-        ratio = t_ms / lib_ms
-        spread = (lib_spread if lib_spread == lib_spread else 0) + (t_spread if t_spread == t_spread else 0)
+        lib, tor = best[("lib", cid)], best[("torch", cid)]
+        ratio = tor[0] / lib[0]
+        spread = (lib[2] if lib[2] == lib[2] else 0) + (tor[2] if tor[2] == tor[2] else 0)
         verdict = ""
         if ratio < 1.0:
-            if 1.0 - ratio > spread:
-                verdict = "below"
-                below += 1
-            else:
-                verdict = "noise"
-                noise += 1
+            verdict = "below" if 1.0 - ratio > spread else "noise"
+        out.append((cid, lib, tor, ratio, spread, verdict))
+    return out
+
+
+def split(runs, torch_run=None):
+    """(library rows, torch rows): from one run with both layers (or several such runs), or a
+    library run and a torch run."""
+    lib_rows = [r for run in runs for r in rows(run)]
+    torch_rows = rows(torch_run) if torch_run else []
+    if not torch_rows:
+        torch_rows = [r for r in lib_rows if r["backend"] == "torch"]
+        lib_rows = [r for r in lib_rows if r["backend"] != "torch"]
+    return lib_rows, torch_rows
+
+
+SIZES = ("m", "n", "k", "dtype", "compute", "c_in", "c_out", "h", "kernel", "stride", "direction")
+
+
+def main():
+    if sys.argv[1] == "--each":
+        lib_rows, torch_rows = split(sys.argv[2:])
+    else:
+        lib_rows, torch_rows = split(sys.argv[1:2], sys.argv[2] if len(sys.argv) > 2 else None)
+    lines, ratios = [], []
+    found = pairs(lib_rows, torch_rows)
+    for cid, (lib_ms, lib_solver, _, r), (t_ms, t_solver, _, _), ratio, spread, verdict in found:
         ratios.append(ratio)
-        shape = " ".join(f"{k}={r[k]}" for k in sizes if r.get(k))
+        shape = " ".join(f"{k}={r[k]}" for k in SIZES if r.get(k))
         lines.append(f"| {shape} | {lib_solver} {lib_ms:.4f} | {t_solver} {t_ms:.4f} | {ratio:.3f} | {spread:.3f} | {verdict} |")
+    below = sum(1 for p in found if p[5] == "below")
+    noise = sum(1 for p in found if p[5] == "noise")
     if sys.argv[1] == "--each":
         print(f"# {' + '.join(sys.argv[2:])}, each run's library rows vs its torch rows")
     else:

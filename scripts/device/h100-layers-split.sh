@@ -12,9 +12,14 @@
 # CPU references above verify.max_reference_gflop=10 are left to the device reference (cuda)
 # or none (torch): the timings are what this measures, and 8192^3 references on the CPU would
 # take the whole command. Runs cut by the deadline keep what they finished (resume them later).
+# Then the re-measure: on each GPU, the shapes of its parts that read below 1.00 (beyond the
+# trial spread or within it) run again over both layers with 4 trials, whose order of layers
+# alternates (scripts/device/confirm_sweep.py; until CONFIRM_DEADLINE), and their ratios are
+# <sweep>-confirm-ratio.txt: a miss is a shape below beyond the spread there too.
 set -u
 SWEEPS=${SWEEPS:-h200-gemm h200-conv h200-resnet50-conv}
 DEADLINE=${DEADLINE:-560}
+CONFIRM_DEADLINE=${CONFIRM_DEADLINE:-$((DEADLINE + 80))}
 R="$OUT/split"
 mkdir -p "$R"
 python3 -c "import lzma;open('/tmp/rs','wb').write(lzma.open('target/carry/split/rocsweep.xz').read())" && chmod +x /tmp/rs
@@ -46,12 +51,33 @@ for i in $(seq 1 "$G"); do
   ) &
 done
 wait
+for i in $(seq 1 "$G"); do
+  (
+    for s in $SWEEPS; do
+      [ -d "$R/$s-$i" ] || continue
+      python3 scripts/device/confirm_sweep.py "$R/sweeps/$s-$i.toml" "$R/$s-$i" "$R/sweeps/$s-$i-confirm.toml" \
+        >> "$R/stage.log" 2>&1 || continue
+      left=$((CONFIRM_DEADLINE - SECONDS))
+      [ "$left" -gt 20 ] || { echo "gpu $i: $s confirm skipped at ${SECONDS}s" >> "$R/stage.log"; continue; }
+      CUDA_VISIBLE_DEVICES=$((i - 1)) timeout "$left" /tmp/rs run --quiet --no-report --trials 4 \
+        --set verify.max_reference_gflop=10 "$R/sweeps/$s-$i-confirm.toml" --out "$R/$s-$i-confirm" \
+        > "$R/$s-$i-confirm.log" 2>&1
+      echo "gpu $i: $s confirm rc $? at ${SECONDS}s" >> "$R/stage.log"
+    done
+  ) &
+done
+wait
 cat "$R/stage.log"
 rm -f "$R"/*/run.lock
 for s in $SWEEPS; do
-  runs=$(for d in "$R/$s"-[0-9]*; do [ -d "$d" ] && echo "$d"; done)
+  runs=$(for d in "$R/$s"-[0-9]; do [ -d "$d" ] && echo "$d"; done)
   python3 scripts/layer_ratio.py --each $runs > "$R/$s-ratio.txt" 2>&1
   echo "$s: $(tail -1 "$R/$s-ratio.txt")"
+  runs=$(for d in "$R/$s"-[0-9]-confirm; do [ -d "$d" ] && echo "$d"; done)
+  if [ -n "$runs" ]; then
+    python3 scripts/layer_ratio.py --each $runs > "$R/$s-confirm-ratio.txt" 2>&1
+    echo "$s re-measured: $(tail -1 "$R/$s-confirm-ratio.txt")"
+  fi
 done
 if [ "${SEEDS:-0}" = 1 ]; then
   for s in "${SEED_SWEEPS[@]}"; do
