@@ -7,11 +7,12 @@ usage: confirm_sweep.py PART.toml RUN OUT.toml
 
 PART.toml is a part written by split_sweep.py (its cases are the rows of one zip group) and RUN
 the run of it with both layers. OUT.toml is PART.toml with only the rows of the shapes that read
-below 1.00; exit 0 when it was written, 3 when no shape read below (nothing written).
+below 1.00; exit 0 when it was written, 3 when no shape read below (nothing written), 1 when
+shapes read below but none matches a row of PART.toml.
 
 Why: an H100's time for the same call moves by up to 0.7 % from one moment to the next (the
 same torch.mm on the same buffers read 21.16 ms, then 21.29 ms, in one process; rocsweep's own
-lt#0 read 21.16 in one trial and 21.28 in the other: reports/h100x4-place). A ratio of 0.993
+lt#0 read 21.16 in one trial and 21.28 in the other: reports/h100x4-confirm/place). A ratio of 0.993
 from two trials per layer can be that state, not a path the library search misses. A miss is
 one that reproduces in a re-measure whose trials alternate the layers' order.
 """
@@ -47,6 +48,9 @@ def main():
     flagged = [p[1][3] for p in pairs(*split([run])) if p[3] < 1.0]
     rows = [{k: z[k][i] for k in keys} for i in range(len(z[keys[0]]))]
     keep = [r for r in rows if any(all(same(r[k], f.get(k, "")) for k in keys) for f in flagged)]
+    if flagged and not keep:
+        raise SystemExit(f"confirm_sweep: {len(flagged)} shape(s) of {run} read below 1.00, but none matches a "
+                         f"row of {part} on its keys {keys} (a key that results.csv has no column for?)")
     if not keep:
         print(f"{run}: no shape below 1.00, nothing to confirm")
         sys.exit(3)

@@ -18,8 +18,10 @@
 # <sweep>-confirm-ratio.txt: a miss is a shape below beyond the spread there too.
 set -u
 SWEEPS=${SWEEPS:-h200-gemm h200-conv h200-resnet50-conv}
-DEADLINE=${DEADLINE:-560}
-CONFIRM_DEADLINE=${CONFIRM_DEADLINE:-$((DEADLINE + 80))}
+# The whole command must end within the device's 600 s: the main stage until DEADLINE, the
+# re-measure until CONFIRM_DEADLINE, then the ratios and the archive.
+DEADLINE=${DEADLINE:-470}
+CONFIRM_DEADLINE=${CONFIRM_DEADLINE:-565}
 R="$OUT/split"
 mkdir -p "$R"
 python3 -c "import lzma;open('/tmp/rs','wb').write(lzma.open('target/carry/split/rocsweep.xz').read())" && chmod +x /tmp/rs
@@ -70,10 +72,10 @@ wait
 cat "$R/stage.log"
 rm -f "$R"/*/run.lock
 for s in $SWEEPS; do
-  runs=$(for d in "$R/$s"-[0-9]; do [ -d "$d" ] && echo "$d"; done)
+  runs=$(for i in $(seq 1 "$G"); do [ -d "$R/$s-$i" ] && echo "$R/$s-$i"; done)
   python3 scripts/layer_ratio.py --each $runs > "$R/$s-ratio.txt" 2>&1
   echo "$s: $(tail -1 "$R/$s-ratio.txt")"
-  runs=$(for d in "$R/$s"-[0-9]-confirm; do [ -d "$d" ] && echo "$d"; done)
+  runs=$(for i in $(seq 1 "$G"); do [ -d "$R/$s-$i-confirm" ] && echo "$R/$s-$i-confirm"; done)
   if [ -n "$runs" ]; then
     python3 scripts/layer_ratio.py --each $runs > "$R/$s-confirm-ratio.txt" 2>&1
     echo "$s re-measured: $(tail -1 "$R/$s-confirm-ratio.txt")"

@@ -27,7 +27,7 @@ card() {
       sync-*) env=(ROCSWEEP_DEBUG_PAD_MIB=${p#sync-}) ;;
       pool-*) env=(ROCSWEEP_DEBUG_PAD_POOL_MIB=${p#pool-}) ;;
     esac
-    env "${env[@]}" timeout 60 /tmp/rs run --quiet --no-report --backend cuda --trials 1 \
+    env ${env[@]+"${env[@]}"} timeout 60 /tmp/rs run --quiet --no-report --backend cuda --trials 1 \
       scripts/device/place-f32.toml --out "$D/pad-$p" > "$D/pad-$p.log" 2>&1; echo "pad-$p rc $?" >> "$D/rc.txt"
   done
   timeout 120 python3 scripts/device/place_probe.py 24 7 > "$D/probe.txt" 2>&1; echo "probe rc $?" >> "$D/rc.txt"

@@ -3,7 +3,9 @@
 For each idle length D (the host sleeps, the card has nothing queued), the same torch.mm runs back
 to back for RUN_S seconds with an event pair around every call; prints the per-call device times
 in order, the mean of the first 0.5 s and of the last 0.5 s, and their ratio. The operands and
-the output stay where they are, so only the card's state changes between rows.
+the output stay where they are, so only the card's state changes between rows. The host reads
+the events every 8 calls, which drains the queue: every 9th call starts on an idle card (the
+first window and the last alike).
 usage: idle_probe.py [RUN_S]"""
 import statistics
 import sys

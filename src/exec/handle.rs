@@ -471,14 +471,22 @@ mod tests {
             .unwrap_or_else(|| panic!("exec'd a file open for writing"));
         assert_eq!((err.raw_os_error(), refusals), (Some(libc::ETXTBSY), 2));
 
+        // Closed after the first refusal. Another test thread forking meanwhile can hold the
+        // file a moment longer (the very race this retries), so later refusals may follow.
         let mut writer = Some(writer);
         let mut refusals = 0;
-        let mut child = spawn_while_busy(&mut Command::new(&exe), 2, || {
+        let mut child = spawn_while_busy(&mut Command::new(&exe), 12, || {
             refusals += 1;
-            drop(writer.take());
+            if writer.take().is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         })
         .unwrap_or_else(|e| panic!("not started once its writer closed: {e}"));
         let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((status.code(), refusals), (Some(7), 1));
+        assert_eq!(status.code(), Some(7));
+        assert!(
+            refusals >= 1,
+            "the first try, with the writer open, was not refused"
+        );
     }
 }

@@ -67,6 +67,21 @@ pub fn bdfid(pci_bus_id: &str) -> Option<u64> {
     Some(h(domain)? << 32 | h(bus)? << 8 | h(dev)? << 3 | h(func)?)
 }
 
+/// Bits 31:28 of a ROCm SMI BDFID: the partition of a partitioned device (ROCm 6.1+), which a
+/// PCI bus id from HIP does not carry.
+const PARTITION_BITS: u64 = 0xF << 28;
+
+/// The SMI index whose BDFID (None: SMI could not say) is `want`: an exact match first, else
+/// the first device at that PCI address whatever its partition.
+pub fn pick(ids: &[Option<u64>], want: u64) -> Option<u32> {
+    let at = |same: &dyn Fn(u64) -> bool| {
+        ids.iter()
+            .position(|id| id.is_some_and(same))
+            .map(|i| i as u32)
+    };
+    at(&|id| id == want).or_else(|| at(&|id| id & !PARTITION_BITS == want))
+}
+
 impl Smi {
     pub fn open(pci_bus_id: &str) -> Result<Smi, String> {
         let l =
@@ -86,14 +101,15 @@ impl Smi {
             if (api.rsmi_num_monitor_devices)(&mut n) != 0 {
                 return Err("ROCm SMI: rsmi_num_monitor_devices failed".into());
             }
-            let device = (0..n)
-                .find(|&i| {
+            let ids: Vec<Option<u64>> = (0..n)
+                .map(|i| {
                     let mut id = 0u64;
-                    (api.rsmi_dev_pci_id_get)(i, &mut id) == 0 && id == want
+                    ((api.rsmi_dev_pci_id_get)(i, &mut id) == 0).then_some(id)
                 })
-                .ok_or_else(|| {
-                    format!("ROCm SMI: no device at PCI bus id {pci_bus_id} ({n} devices)")
-                })?;
+                .collect();
+            let device = pick(&ids, want).ok_or_else(|| {
+                format!("ROCm SMI: no device at PCI bus id {pci_bus_id} ({n} devices)")
+            })?;
             Ok(Smi {
                 api,
                 device,
@@ -165,6 +181,23 @@ mod tests {
         assert_eq!(bdfid("0000:03:00.0"), Some(0x300));
         assert_eq!(bdfid("0001:c1:00.1"), Some(1 << 32 | 0xc1 << 8 | 1));
         assert_eq!(bdfid("nonsense"), None);
+    }
+
+    /// A partitioned device (bits 31:28 of SMI's BDFID) is found by its PCI address alone; an
+    /// exact match wins; an index SMI could not read is skipped.
+    #[test]
+    fn the_device_is_picked_by_pci_address_whatever_its_partition() {
+        let want = bdfid("0000:c1:00.0").unwrap_or_default();
+        let ids = [
+            None,
+            Some(0x300),
+            Some(want | 1 << 28),
+            Some(want | 2 << 28),
+        ];
+        assert_eq!(pick(&ids, want), Some(2));
+        let exact = [Some(want | 1 << 28), Some(want)];
+        assert_eq!(pick(&exact, want), Some(1));
+        assert_eq!(pick(&[Some(0x300), None], want), None);
     }
 
     #[test]
