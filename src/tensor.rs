@@ -97,14 +97,11 @@ impl HostData {
             cfg!(target_endian = "little"),
             "device bytes are little-endian"
         );
-        let (ptr, bytes): (*const u8, usize) = match self {
-            HostData::F32(v) => (v.as_ptr().cast(), v.len() * 4),
-            HostData::F16(v) => (v.as_ptr().cast(), v.len() * 2),
-            HostData::Bf16(v) => (v.as_ptr().cast(), v.len() * 2),
-        };
-        // SAFETY: the vector's own initialised storage, `bytes` long, borrowed through `self`
-        // for the slice's lifetime; u8 has no alignment requirement.
-        unsafe { std::slice::from_raw_parts(ptr, bytes) }
+        match self {
+            HostData::F32(v) => bytemuck::cast_slice(v),
+            HostData::F16(v) => bytemuck::cast_slice(v),
+            HostData::Bf16(v) => bytemuck::cast_slice(v),
+        }
     }
 
     /// Reads `len` elements of `dtype` from little-endian bytes (as copied from a device);
@@ -121,19 +118,11 @@ impl HostData {
     /// The elements' storage as little-endian bytes, to be written in place (a device's output
     /// copied straight into its host tensor). f32, f16 and bf16 take any bit pattern.
     pub fn le_bytes_mut(&mut self) -> &mut [u8] {
-        const _: () = assert!(
-            cfg!(target_endian = "little"),
-            "device bytes are little-endian"
-        );
-        let (ptr, bytes): (*mut u8, usize) = match self {
-            HostData::F32(v) => (v.as_mut_ptr().cast(), v.len() * 4),
-            HostData::F16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
-            HostData::Bf16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
-        };
-        // SAFETY: the vector's own storage, `bytes` long, borrowed mutably through `self` for
-        // the slice's lifetime; every bit pattern is a valid f32, f16 or bf16, and u8 has no
-        // alignment requirement.
-        unsafe { std::slice::from_raw_parts_mut(ptr, bytes) }
+        match self {
+            HostData::F32(v) => bytemuck::cast_slice_mut(v),
+            HostData::F16(v) => bytemuck::cast_slice_mut(v),
+            HostData::Bf16(v) => bytemuck::cast_slice_mut(v),
+        }
     }
 
     /// Keeps the first `n` elements (device buffers are at least one element long).

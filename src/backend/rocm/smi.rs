@@ -74,12 +74,11 @@ const PARTITION_BITS: u64 = 0xF << 28;
 /// The SMI index whose BDFID (None: SMI could not say) is `want`: an exact match first, else
 /// the first device at that PCI address whatever its partition.
 pub fn pick(ids: &[Option<u64>], want: u64) -> Option<u32> {
-    let at = |same: &dyn Fn(u64) -> bool| {
-        ids.iter()
-            .position(|id| id.is_some_and(same))
-            .map(|i| i as u32)
-    };
-    at(&|id| id == want).or_else(|| at(&|id| id & !PARTITION_BITS == want))
+    let at_address = |id: &Option<u64>| id.is_some_and(|id| id & !PARTITION_BITS == want);
+    ids.iter()
+        .position(|id| *id == Some(want))
+        .or_else(|| ids.iter().position(at_address))
+        .map(|i| i as u32)
 }
 
 impl Smi {

@@ -113,10 +113,8 @@ impl TorchBackend {
                     .unwrap_or(&python.display().to_string())
             ),
         );
-        versions.insert(
-            "torch device".into(),
-            i["runtime"].as_str().unwrap_or("cpu").to_string(),
-        );
+        let runtime = i["runtime"].as_str().unwrap_or("cpu");
+        versions.insert("torch device".into(), runtime.to_string());
         let mut info = BackendInfo {
             backend: "torch".into(),
             available: true,
@@ -133,10 +131,7 @@ impl TorchBackend {
             ..BackendInfo::default()
         };
         let gpu = i["gpu"].as_bool().unwrap_or(false);
-        let (monitor, line) = match open_monitor(
-            i["runtime"].as_str().unwrap_or("cpu"),
-            i["pci_bus_id"].as_str(),
-        ) {
+        let (monitor, line) = match open_monitor(runtime, i["pci_bus_id"].as_str()) {
             Ok((m, what)) => (Some(m), what.to_string()),
             Err(why) => (None, format!("none ({why})")),
         };
