@@ -136,6 +136,12 @@ pub trait Backend {
         false
     }
 
+    /// Whether the backend can compile the project's own kernels (NVRTC, hipRTC) here: the
+    /// health probe runs one of them where it can, and only copies where it cannot.
+    fn compiles_kernels(&self) -> bool {
+        true
+    }
+
     /// TEST-ONLY (through ROCSWEEP_TEST_FAULT=...:gpuhang@run): launch a device kernel that
     /// never ends and wait for it. Backends without a device return Unsupported.
     fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {

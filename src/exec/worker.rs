@@ -110,20 +110,44 @@ fn ready(out: &Out, info: backend::BackendInfo) -> bool {
     )
 }
 
-/// The known-good unit of the health probe: a small f32 GEMM every backend runs.
-pub fn probe_case() -> Option<Case> {
-    let op = OpKind::Gemm;
-    let values: Vec<Value> = op
+/// The health probe's known-good units, in order: a copy device -> host of a buffer uploaded
+/// through the checked path (an allocation and a copy each way, verified), then, where the
+/// backend can compile its own kernels, a cast through one of them (verified bit for bit). They
+/// check the device, never a math library: a tree without rocBLAS's or hipBLASLt's kernels, or
+/// without MIOpen's db, has a healthy device (issue 40).
+pub fn probe_cases(compiles_kernels: bool) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let copy = [
+        ("direction", Value::Str("d2h".into())),
+        ("memory", Value::Str("pageable".into())),
+        ("bytes", Value::Int(PROBE_ELEMENTS as i64 * 4)),
+    ];
+    cases.extend(probe_unit(OpKind::Copy, &copy));
+    if compiles_kernels {
+        let cast = [
+            ("from", Value::Str("f32".into())),
+            ("to", Value::Str("f16".into())),
+            ("count", Value::Int(PROBE_ELEMENTS as i64)),
+        ];
+        cases.extend(probe_unit(OpKind::Cast, &cast));
+    }
+    cases
+}
+
+/// Elements the probe moves and converts: small enough to cost nothing, more than one block.
+const PROBE_ELEMENTS: usize = 4096;
+
+/// A case of `op` with every parameter in `set` (None when one is missing or invalid).
+fn probe_unit(op: OpKind, set: &[(&str, Value)]) -> Option<Case> {
+    let values = op
         .params()
         .iter()
-        .map(|p| match p.name {
-            "m" | "n" | "k" => Value::Int(32),
-            "trans_a" | "trans_b" => Value::Bool(false),
-            "batch" => Value::Int(1),
-            "compute" | "dtype" | "out_dtype" => Value::Str("f32".into()),
-            _ => Value::Int(1),
+        .map(|p| {
+            set.iter()
+                .find(|(n, _)| *n == p.name)
+                .map(|(_, v)| v.clone())
         })
-        .collect();
+        .collect::<Option<Vec<Value>>>()?;
     Case::new(op, values, "default".into()).ok()
 }
 
@@ -321,35 +345,52 @@ impl Worker {
         send(&self.out, &Event::Solvers { solvers });
     }
 
-    /// The health probe's known-good unit, untimed.
+    /// The health probe's known-good units (`probe_cases`), untimed; the answer is the first
+    /// failure's outcome, else the last unit's.
     fn probe(&mut self) -> Result<(), i32> {
-        let Some(case) = probe_case() else {
-            self.fatal("the probe case is invalid".into());
+        let cases = probe_cases(self.backend.compiles_kernels());
+        if cases.is_empty() {
+            self.fatal("the probe cases are invalid".into());
             return Err(2);
-        };
-        let mut phases = Phases {
-            out: &self.out,
-            faults: &self.faults,
-            target: "probe".into(),
-            in_child: self.backend.runs_faults_in_child(),
-        };
+        }
         let mut policies = Policies::default();
         policies.timing.enabled = false;
-        let outcome = unit::run_unit(
-            self.backend.as_mut(),
-            &case,
-            "default",
-            &policies,
-            &mut self.cache,
-            &mut phases,
-        );
-        send(
-            &self.out,
-            &Event::Result {
-                unit_id: "probe".into(),
-                outcome: Box::new(outcome),
-            },
-        );
+        let mut last = None;
+        for case in &cases {
+            let mut phases = Phases {
+                out: &self.out,
+                faults: &self.faults,
+                target: "probe".into(),
+                in_child: self.backend.runs_faults_in_child(),
+            };
+            let outcome = unit::run_unit(
+                self.backend.as_mut(),
+                case,
+                "default",
+                &policies,
+                &mut self.cache,
+                &mut phases,
+            );
+            crate::noteln!(
+                "health probe: {} {}",
+                canonical_text(case.problem.kind(), &case.values),
+                outcome.status
+            );
+            let ok = outcome.status == crate::results::status::Status::Ok;
+            last = Some(outcome);
+            if !ok {
+                break;
+            }
+        }
+        if let Some(outcome) = last {
+            send(
+                &self.out,
+                &Event::Result {
+                    unit_id: "probe".into(),
+                    outcome: Box::new(outcome),
+                },
+            );
+        }
         Ok(())
     }
 }
@@ -407,4 +448,19 @@ fn check_env_combo() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_checks_a_copy_each_way_and_a_kernel_and_no_library() {
+        let kinds = |c: &[Case]| c.iter().map(|c| c.problem.kind()).collect::<Vec<_>>();
+        assert_eq!(kinds(&probe_cases(true)), [OpKind::Copy, OpKind::Cast]);
+        // Without a compiler (no NVRTC or hipRTC), the copies alone.
+        assert_eq!(kinds(&probe_cases(false)), [OpKind::Copy]);
+        let text = canonical_text(OpKind::Copy, &probe_cases(false)[0].values);
+        assert_eq!(text, "copy;direction=d2h;memory=pageable;bytes=16384");
+    }
 }

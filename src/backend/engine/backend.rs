@@ -234,6 +234,10 @@ impl<V: Vendor> Backend for GpuBackend<V> {
         Some(self.kernels().and_then(run))
     }
 
+    fn compiles_kernels(&self) -> bool {
+        self.vendor.compiler().is_ok()
+    }
+
     fn test_never_ending_kernel(&mut self) -> Result<(), UnitError> {
         self.kernels()?.spin_forever()
     }

@@ -182,7 +182,7 @@ pub fn prepare(
     phases: &mut dyn PhaseSink,
 ) -> Result<Box<dyn Prepared>, UnitError> {
     // `default` is what PyTorch does: hipBLASLt's first pick where it has one, else rocBLAS
-    // (RDNA1/RDNA2 have no hipBLASLt kernels). The health probe runs it on every card.
+    // (RDNA1/RDNA2 have no hipBLASLt kernels).
     let call = if solver == "default" {
         GemmCall::new(dev, lt_lib, rb_lib, p)?
     } else {
