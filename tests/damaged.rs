@@ -273,3 +273,106 @@ fn a_resume_of_a_finished_run_says_there_is_nothing_to_do_and_changes_nothing() 
         "no file added, removed or changed"
     );
 }
+
+/// Issue 40, S3: links planted in a run directory, at the temporary names rocsweep once used
+/// and at the names of its files, never redirect a write; `report`, `recommend` and
+/// `run --resume` refuse what is a link and write everything else as regular files.
+#[test]
+fn links_planted_in_a_run_directory_redirect_no_write() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    // A run stopped with units left: the device failed its health probe (exit 4).
+    let sweep = tmp.path().join("d.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"d\"\nop = \"copy\"\n[axes]\nbytes = [64, 128, 256, 512]\n\
+         [limits]\nrun = 0.5\ngrace = 0.2\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .arg("run")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(&out)
+        .args(["--trials", "1", "--quiet", "--no-report"])
+        .env("ROCSWEEP_TEST_FAULT", "bytes=128:segv@run;probe:hang@run")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let victim = outside.join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    for name in [
+        ".manifest.tmp.json",
+        ".results.tmp.csv",
+        ".summary.tmp.md",
+        ".report.tmp.html",
+        ".rocsweep-env.tmp.sh",
+        ".recommend.tmp.md",
+    ] {
+        symlink(&victim, out.join(name)).unwrap();
+    }
+    let untouched = |what: &str| {
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "{what}");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "{what}");
+    };
+
+    // workers/ replaced by a link: the resume is refused (exit 2), naming it, nothing changed.
+    std::fs::rename(out.join("workers"), tmp.path().join("workers-real")).unwrap();
+    symlink(&outside, out.join("workers")).unwrap();
+    let before = std::fs::read(out.join("manifest.json")).unwrap();
+    let o = resume(&out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("workers is a symbolic link") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(out.join("manifest.json")).unwrap(), before);
+    untouched("resume refused");
+
+    // The real workers/ back: the resume runs the skipped units beside the planted links.
+    std::fs::remove_file(out.join("workers")).unwrap();
+    std::fs::rename(tmp.path().join("workers-real"), out.join("workers")).unwrap();
+    let o = resume(&out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    untouched("resume");
+    for cmd in ["report", "recommend"] {
+        let o = bin().arg(cmd).arg(&out).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        untouched(cmd);
+    }
+    for name in [
+        "manifest.json",
+        "results.csv",
+        "summary.md",
+        "report.html",
+        "rocsweep-env.sh",
+        "recommend.md",
+    ] {
+        let m = std::fs::symlink_metadata(out.join(name)).unwrap();
+        assert!(m.file_type().is_file(), "{name} is a regular file");
+    }
+    let (_, after) = rows(&out);
+    assert_eq!(after.len(), 4);
+
+    // A link at a file's own name: refused, naming it, its target untouched.
+    std::fs::remove_file(out.join("summary.md")).unwrap();
+    symlink(&victim, out.join("summary.md")).unwrap();
+    let o = bin().arg("report").arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("summary.md is a symbolic link"), "{err}");
+    untouched("report over a link");
+}

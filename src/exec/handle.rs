@@ -124,7 +124,11 @@ fn cache_env(spec: &WorkerSpec, env: &Env) -> Vec<(String, PathBuf)> {
 /// directory exists, before any unit runs).
 pub fn create_cache_dirs(spec: &WorkerSpec, env: &Env) -> std::io::Result<()> {
     for (_, dir) in cache_env(spec, env) {
-        std::fs::create_dir_all(dir)?;
+        // The run directory's caches/ and below: never through a planted link.
+        if let Some(run_dir) = spec.cache_root.as_deref().and_then(Path::parent) {
+            crate::results::atomic::refuse_links(run_dir, &dir)?;
+        }
+        std::fs::create_dir_all(&dir)?;
     }
     Ok(())
 }
@@ -160,13 +164,9 @@ impl WorkerHandle {
     /// Starts a worker of the context `env`: its env combination, and its backend and ROCm
     /// tree where the run names several (else the spec's backend and the inherited tree).
     pub fn spawn(spec: &WorkerSpec, env: &Env, log: &Path) -> std::io::Result<WorkerHandle> {
-        let log_file = File::options()
-            .create(true)
-            .append(true)
-            .open(log)
-            .map_err(|e| {
-                std::io::Error::other(format!("cannot open its log {}: {e}", log.display()))
-            })?;
+        let log_file = crate::results::atomic::open_append(log).map_err(|e| {
+            std::io::Error::other(format!("cannot open its log {}: {e}", log.display()))
+        })?;
         let mut cmd = Command::new(&spec.exe);
         cmd.arg("worker")
             .arg("--backend")

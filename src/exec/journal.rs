@@ -47,10 +47,7 @@ pub struct Journal {
 
 impl Journal {
     pub fn open(dir: &Path) -> std::io::Result<Journal> {
-        let file = File::options()
-            .create(true)
-            .append(true)
-            .open(dir.join(FILE))?;
+        let file = crate::results::atomic::open_append(&dir.join(FILE))?;
         Ok(Journal { file })
     }
 

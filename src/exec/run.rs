@@ -295,6 +295,7 @@ impl Target {
         device_sel: Option<&DeviceSel>,
     ) -> Result<Workers, CmdError> {
         let logs = self.work_dir.join("workers");
+        crate::results::atomic::refuse_link(&logs).map_err(|e| io(s, "creating workers/", e))?;
         std::fs::create_dir_all(&logs).map_err(|e| io(s, "creating workers/", e))?;
         let spec = s.worker_spec(opts)?;
         // The first combination whose worker starts (see slots::start_any).

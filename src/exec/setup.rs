@@ -490,6 +490,22 @@ pub fn check_resume_writable(dir: &Path) -> Result<(), CmdError> {
         let e = std::io::Error::last_os_error();
         return Err(fail(format!("the directory cannot be written: {e}")));
     }
+    // Nothing a resume writes goes through a link planted in the directory (issue 40, S3).
+    for name in [
+        "manifest.json",
+        "results.csv",
+        "journal.ndjson",
+        "run.lock",
+        "workers",
+        "caches",
+    ] {
+        crate::results::atomic::refuse_link(&dir.join(name)).map_err(|e| {
+            CmdError::BadInput(format!(
+                "cannot resume {}: {e}; nothing was changed",
+                dir.display()
+            ))
+        })?;
+    }
     let mut need = RESUME_MARGIN;
     for name in ["manifest.json", "results.csv", "journal.ndjson", "run.lock"] {
         let path = dir.join(name);
@@ -534,11 +550,12 @@ pub fn lock(dir: &Path) -> Result<File, CmdError> {
     let path = dir.join("run.lock");
     // O_NONBLOCK: a FIFO put in its place must not block the open (it fails, or is refused
     // below as not a regular file).
+    // O_NOFOLLOW: a symbolic link planted at its name is refused (ELOOP).
     let f = File::options()
         .create(true)
         .truncate(false)
         .write(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&path)
         .and_then(|f| {
             if f.metadata()?.is_file() {

@@ -97,7 +97,12 @@ pub struct ResultsWriter {
 impl ResultsWriter {
     /// Creates results.csv with its header.
     pub fn create(path: &Path, op: OpKind) -> std::io::Result<ResultsWriter> {
-        let file = File::create(path)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
         let mut inner = csv::Writer::from_writer(BufWriter::new(file));
         inner
             .write_record(header(op))
@@ -180,7 +185,12 @@ pub fn status_of(header: &[String], row: &[String]) -> Option<Status> {
 impl ResultsWriter {
     /// Opens an existing results.csv for appending (after exec/resume.rs reconciled it).
     pub fn append_to(path: &Path) -> std::io::Result<ResultsWriter> {
-        let file = File::options().append(true).open(path)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        crate::results::atomic::refuse_link(path)?;
+        let file = File::options()
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)?;
         let inner = csv::WriterBuilder::new()
             .has_headers(false)
             .from_writer(BufWriter::new(file));
