@@ -456,3 +456,136 @@ fn profile_values_reach_the_shell_unchanged_and_unexecuted() {
         assert!(!tmp.path().join(f).exists(), "{f} was created");
     }
 }
+
+/// A copy of the RDNA1 fixture with one row changed by `edit` (header, row) and the manifest by
+/// `manifest` (its JSON).
+fn planted_copy(
+    tmp: &Path,
+    edit: impl Fn(&csv::StringRecord, &mut Vec<String>),
+    manifest: impl Fn(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let run = tmp.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    for f in ["results.csv", "manifest.json"] {
+        std::fs::copy(Path::new(RDNA1).join(f), run.join(f)).unwrap();
+    }
+    let mut r = csv::Reader::from_path(run.join("results.csv")).unwrap();
+    let header = r.headers().unwrap().clone();
+    let rows: Vec<Vec<String>> = r
+        .records()
+        .map(|x| x.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    let mut w = csv::Writer::from_path(run.join("results.csv")).unwrap();
+    w.write_record(&header).unwrap();
+    for mut row in rows {
+        edit(&header, &mut row);
+        w.write_record(&row).unwrap();
+    }
+    w.flush().unwrap();
+    let path = run.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&read(&path)).unwrap();
+    manifest(&mut m);
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    run
+}
+
+/// Issue 40, S2: values planted in a run directory reach shell lines quoted and Python not at
+/// all; every `sh` block of the page, run by bash, runs nothing planted.
+#[test]
+fn repro_pastes_no_planted_value_into_a_shell_or_python() {
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "a$(touch PWNED-id)b";
+    let run = planted_copy(
+        tmp.path(),
+        |h, row| {
+            let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+            if row[0] == "d7abc0d4e9ea9fd1" {
+                row[0] = id.into();
+                row[col("backend")] = "torch".into();
+                row[col("h")] = "48), __import__('os').system('touch PWNED-py'".into();
+            }
+        },
+        |_| {},
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("repro")
+        .arg(&run)
+        .arg(id)
+        .output()
+        .unwrap();
+    let page = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        page.contains("No stand-alone script for this `conv2d` case")
+            && !page.contains("ROCSWEEP_PY"),
+        "no Python is written from a planted value:\n{page}"
+    );
+    // Every shell block, run with stand-ins for the commands it calls.
+    let work = tmp.path().join("work");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["rocsweep", "python3", "MIOpenDriver", "timeout"] {
+        let p = bin.join(tool);
+        std::fs::write(&p, "#!/bin/sh\nexit 0\n").unwrap();
+        let mut perm = std::fs::metadata(&p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
+        std::fs::set_permissions(&p, perm).unwrap();
+    }
+    let mut blocks = 0;
+    for block in page.split("```sh\n").skip(1) {
+        let code = block.split("\n```").next().unwrap();
+        let st = Command::new("bash")
+            .arg("-c")
+            .arg(code)
+            .current_dir(&work)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .status()
+            .unwrap();
+        assert!(st.success(), "{code}");
+        blocks += 1;
+    }
+    assert!(blocks >= 2, "{page}");
+    let names: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with("PWNED")),
+        "planted commands ran: {names:?}"
+    );
+    assert!(names.contains(&format!("repro-{id}.toml")), "{names:?}");
+}
+
+/// Issue 40, S2: an env name no variable can have (a newline would end the page's heredoc) is
+/// refused when the run directory is read, naming the manifest.
+#[test]
+fn a_run_directory_with_a_newline_in_an_env_name_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = planted_copy(
+        tmp.path(),
+        |_, _| {},
+        |m| {
+            m["env_combos"][0]["vars"][0][0] =
+                serde_json::Value::String("X\nROCSWEEP_SWEEP\ntouch PWNED".into());
+        },
+    );
+    match RunData::load(&run) {
+        Err(CmdError::BadInput(msg)) => {
+            assert!(
+                msg.contains("manifest.json names an environment variable")
+                    && msg.contains("X\\nROCSWEEP_SWEEP"),
+                "{msg}"
+            );
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("loaded"),
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("repro")
+        .arg(&run)
+        .arg("d7abc0d4e9ea9fd1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

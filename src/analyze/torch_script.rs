@@ -6,8 +6,13 @@
 //! a failure that depends on the exact values may need `rocsweep repro` instead.
 
 /// The script for a torch unit: its op, its parameters (name, value) and its solver. None for an
-/// op this generator does not know.
+/// op this generator does not know, or when a value is not a plain number or word: values come
+/// from a run directory and are pasted into Python source, so nothing else may reach it (a
+/// results.csv changed by hand must not run code, issue 40 S2).
 pub fn torch_script(op: &str, params: &[(String, String)], solver: &str) -> Option<String> {
+    if !params.iter().all(|(k, v)| plain(k) && plain(v)) || !plain(solver) {
+        return None;
+    }
     let get = |k: &str| -> String {
         params
             .iter()
@@ -78,6 +83,14 @@ pub fn torch_script(op: &str, params: &[(String, String)], solver: &str) -> Opti
         _ => return None,
     };
     Some(format!("{PRELUDE}{body}"))
+}
+
+/// A number or a word that Python reads as a literal or a name, never as a call or a statement:
+/// ASCII letters, digits and `_ . + -` (a solver such as `torch-mm+cublaslt`), nothing else.
+fn plain(v: &str) -> bool {
+    !v.is_empty()
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.+-".contains(&b))
 }
 
 fn torch_dtype(s: &str) -> &'static str {

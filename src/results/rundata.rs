@@ -93,6 +93,7 @@ impl RunData {
             )));
         }
         let manifest = manifest::read(dir).map_err(CmdError::BadInput)?;
+        check_env_names(dir, &manifest)?;
         let path = dir.join("results.csv");
         let file = super::rundir::open_file(&path)
             .map_err(|e| CmdError::BadInput(super::rundir::describe(&path, &e)))?;
@@ -141,6 +142,28 @@ impl RunData {
             rows,
         })
     }
+}
+
+/// Env names in a run's manifest that reach shells and sweep files (`repro`, `recommend`):
+/// one with a control character (a newline would end a heredoc) or an `=` cannot be any
+/// variable's name, so the run directory is refused (issue 40, S2).
+fn check_env_names(dir: &Path, m: &manifest::Manifest) -> Result<(), CmdError> {
+    let names = m
+        .env_combos
+        .iter()
+        .flat_map(|c| c.vars.iter().map(|(k, _)| k))
+        .chain(m.environment.keys());
+    for name in names {
+        if name.is_empty() || name.contains('=') || name.chars().any(char::is_control) {
+            return Err(CmdError::BadInput(format!(
+                "{}: manifest.json names an environment variable {name:?}, which no variable can \
+                 be called (empty, or with `=` or a control character); the run directory was \
+                 changed by hand",
+                dir.join("manifest.json").display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The header of results.csv and the fixed columns it has, refused unless it starts with

@@ -19,16 +19,17 @@ pub(super) fn standalone_section(
     out_dir: &str,
 ) {
     s.push_str("\n## rocsweep\n\n");
-    let file = format!("{out_dir}.toml");
+    let file = shell::quote(&format!("{out_dir}.toml"));
+    let out_q = shell::quote(out_dir);
     match op {
         Some(op) => {
             let text = standalone_sweep(run, row, op);
             s.push_str("Exactly this unit (every parameter fixed, its env combination as `[env]`, the run's limits):\n\n");
             let _ = writeln!(
                 s,
-                "```sh\ncat > {file} <<'ROCSWEEP_SWEEP'\n{text}ROCSWEEP_SWEEP\nrocsweep run {file} --out {out_dir}\n```"
+                "```sh\ncat > {file} <<'ROCSWEEP_SWEEP'\n{text}ROCSWEEP_SWEEP\nrocsweep run {file} --out {out_q}\n```"
             );
-            if let Err(why) = selects_exactly(&file, &text, &[], row) {
+            if let Err(why) = selects_exactly(&format!("{out_dir}.toml"), &text, &[], row) {
                 let _ = writeln!(
                     s,
                     "\nWarning: this sweep does not reproduce the unit exactly: {why}."
@@ -72,8 +73,9 @@ pub(super) fn original_section(s: &mut String, run: &RunData, row: &Row, out_dir
         Ok(combos) => {
             let _ = writeln!(
                 s,
-                "```sh\nrocsweep run {}{args} --out {out_dir}\n```",
-                shell::quote(&m.sweep.path)
+                "```sh\nrocsweep run {}{args} --out {}\n```",
+                shell::quote(&m.sweep.path),
+                shell::quote(out_dir)
             );
             if combos > 1 {
                 let _ = writeln!(
@@ -148,6 +150,16 @@ fn toml_string(s: &str) -> String {
     out
 }
 
+/// A TOML key: bare where TOML allows it, else quoted (a planted newline stays inside it).
+fn toml_key(k: &str) -> String {
+    let bare = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if !k.is_empty() && k.bytes().all(bare) {
+        k.to_string()
+    } else {
+        toml_string(k)
+    }
+}
+
 /// A parameter's CSV text as a TOML value of the kind the op expects (words quoted).
 fn toml_value(kind: ParamKind, text: &str) -> String {
     let literal = match kind {
@@ -208,7 +220,7 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
     if !vars.is_empty() {
         s.push_str("\n[env]\n");
         for (k, v) in &vars {
-            let _ = writeln!(s, "{k} = {}", toml_string(v));
+            let _ = writeln!(s, "{} = {}", toml_key(k), toml_string(v));
         }
     }
     if let Ok(serde_json::Value::Object(sections)) = serde_json::to_value(&m.policies) {

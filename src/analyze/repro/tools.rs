@@ -59,12 +59,17 @@ fn torch_section(s: &mut String, row: &Row, hang_note: &str) {
         Some(script) => {
             let _ = writeln!(
                 s,
-                "The call the torch backend made, with torch's own random inputs of the same shapes and types, checked on the CPU in float64 (exit 1 and `FAIL` when wrong):\n\n```sh\ncat > repro-{id}.py <<'ROCSWEEP_PY'\n{script}ROCSWEEP_PY\npython3 repro-{id}.py\n```\n{hang_note}",
-                id = row.unit_id,
+                "The call the torch backend made, with torch's own random inputs of the same shapes and types, checked on the CPU in float64 (exit 1 and `FAIL` when wrong):\n\n```sh\ncat > {file} <<'ROCSWEEP_PY'\n{script}ROCSWEEP_PY\npython3 {file}\n```\n{hang_note}",
+                file = crate::markup::shell::quote(&format!("repro-{}.py", row.unit_id)),
             );
         }
         None => {
-            let _ = writeln!(s, "No stand-alone script for a `{}` case.", row.op);
+            let _ = writeln!(
+                s,
+                "No stand-alone script for this `{}` case (an op the generator does not know, or a \
+                 parameter or solver that is not a plain number or word).",
+                crate::markup::shell::comment(&row.op)
+            );
         }
     }
 }
