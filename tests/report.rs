@@ -458,3 +458,47 @@ fn a_picture_with_many_solvers_keeps_the_failing_ones_and_says_what_it_left_out(
     let html = read(&dir, "report.html");
     assert!(html.contains("solver s19"), "report.html keeps every panel");
 }
+
+/// Issue 40, S4: the command line in summary.md is quoted as a shell needs it: pasted into bash,
+/// it gives back the same arguments.
+#[test]
+fn the_command_line_in_the_summary_is_quoted_for_a_shell() {
+    let (_tmp, dir) = copy_of("release-a");
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_str(&read(&dir, "manifest.json")).unwrap();
+    let args = [
+        "rocsweep",
+        "run",
+        "my sweep;$(id).toml",
+        "--out",
+        "it's here",
+    ];
+    m["command_line"] = serde_json::json!(args);
+    std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+    rocsweep::report::write(&dir).unwrap();
+    let md = read(&dir, "summary.md");
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("| command |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    let code = line
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    assert_eq!(
+        code,
+        r#"rocsweep run 'my sweep;$(id).toml' --out 'it'\''s here'"#
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {code}"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        args
+    );
+}

@@ -231,7 +231,13 @@ pub fn run(f: &Facts) -> Table {
     if !m.resumed.is_empty() {
         t.fact("resumed", vec![Cell::Text(m.resumed.join(", "))]);
     }
-    t.fact("command", vec![Cell::Code(m.command_line.join(" "))]);
+    // Quoted as a shell needs it, so that the line names the same files when pasted.
+    let line: Vec<String> = m
+        .command_line
+        .iter()
+        .map(|a| crate::markup::shell::quote(a))
+        .collect();
+    t.fact("command", vec![Cell::Code(line.join(" "))]);
     t
 }
 
