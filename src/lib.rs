@@ -19,6 +19,7 @@ pub mod import;
 pub mod markup;
 pub mod merge;
 pub mod op;
+pub mod pipewatch;
 pub mod probe_trees;
 pub mod report;
 pub mod results;

@@ -7,28 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The Python with torch: $ROCSWEEP_TEST_PYTHON, else scripts/torch-venv.sh's environment.
-fn python() -> Option<PathBuf> {
-    let p = match std::env::var_os("ROCSWEEP_TEST_PYTHON").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
-            .join("rocsweep/torch-venv/bin/python"),
-    };
-    if p.is_file() {
-        return Some(p);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "{} is missing, but .ci/run makes it (scripts/torch-venv.sh)",
-            p.display()
-        );
-    }
-    eprintln!("skipped: no Python with torch (run scripts/torch-venv.sh)");
-    None
-}
+#[path = "common/torch_python.rs"]
+mod torch_python;
+use torch_python::python;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_rocsweep"));

@@ -18,21 +18,7 @@ const DRAIN_READS: usize = 128;
 /// How often `recv` asks whether the worker ended, where the kernel has no pidfds.
 const EXIT_POLL: Duration = Duration::from_millis(50);
 
-/// What a wait on the pipe and the pidfd saw.
-enum Readable {
-    Data,
-    Exited,
-    Nothing,
-}
-
-/// A pidfd for `pid` (our child, not yet reaped), or None where the kernel has none.
-fn pidfd_open(pid: u32) -> Option<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    // SAFETY: a non-negative return is a new fd that nothing else owns.
-    (fd >= 0).then(|| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) })
-}
+use crate::pipewatch::{Readable, pidfd_open};
 
 pub enum Recv {
     Event(Event),
@@ -298,33 +284,12 @@ impl WorkerHandle {
 
     /// One poll(2) over the pipe and the pidfd; data on the pipe comes first.
     fn poll_fds(&mut self, ms: i32) -> Readable {
-        let mut pfds = [
-            libc::pollfd {
-                fd: self.stdout.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.pidfd.as_ref().map_or(-1, |f| f.as_raw_fd()),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: two valid pollfds for the duration of the call (fd -1 is ignored by poll).
-        let n = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                return Readable::Nothing;
+        match crate::pipewatch::poll(self.stdout.as_raw_fd(), self.pidfd.as_ref(), ms) {
+            Ok(r) => r,
+            Err(_) => {
+                self.eof = true;
+                Readable::Nothing
             }
-            self.eof = true;
-            return Readable::Nothing;
-        }
-        if pfds[0].revents != 0 {
-            Readable::Data
-        } else if pfds[1].revents != 0 {
-            Readable::Exited
-        } else {
-            Readable::Nothing
         }
     }
 
