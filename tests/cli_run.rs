@@ -295,3 +295,51 @@ fn each_row_names_the_device_its_own_env_combination_saw() {
         "the report names both"
     );
 }
+
+/// Issue 40, S1: before its first unit, a run says which variables its sweep sets that make a
+/// process load or run code (a credential's value masked), also under --quiet; a sweep that
+/// sets none says nothing.
+#[test]
+fn a_sweep_that_sets_code_loading_variables_is_named_before_the_first_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"s\"\nop = \"copy\"\n[axes]\nbytes = 64\n\
+         [env]\nPYTHONWARNINGS = \"ignore\"\nBROWSER = \"sh -c id\"\nMY_FLAG = \"1\"\n\
+         [env_axes]\nLD_PRELOAD_TOKEN = [\"a\", \"b\"]\n",
+    )
+    .unwrap();
+    let o = bin()
+        .arg("run")
+        .arg(&sweep)
+        .arg("--out")
+        .arg(tmp.path().join("run"))
+        .args(["--quiet", "--no-report", "--backend", "cpu"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("warning: the sweep sets variables"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(
+        line,
+        "warning: the sweep sets variables that make its workers load or run code: \
+         PYTHONWARNINGS=ignore, BROWSER='sh -c id', LD_PRELOAD_TOKEN='<masked>'; a sweep file \
+         is code, like a Makefile: run only sweep files you trust"
+    );
+    assert!(!err.contains("MY_FLAG"), "{err}");
+    let plain = tmp.path().join("plain.toml");
+    std::fs::write(&plain, "name = \"p\"\nop = \"copy\"\n[axes]\nbytes = 64\n").unwrap();
+    let o = bin()
+        .arg("run")
+        .arg(&plain)
+        .arg("--out")
+        .arg(tmp.path().join("run2"))
+        .args(["--quiet", "--no-report", "--backend", "cpu"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("warning: the sweep sets"));
+}

@@ -27,6 +27,59 @@ pub use super::events::Stop;
 pub use super::options::{DEFAULT_MAX_UNITS, RunOptions, RunReport};
 pub use crate::error::CmdError;
 
+/// Variables that make a process load or run code that the sweep names (issue 40, S1): the
+/// dynamic loader's, Python's, other interpreters' start-up hooks, the programs libraries
+/// start (a browser, an editor), and the GPU runtimes' tool libraries.
+const CODE_VAR_PREFIXES: &[&str] = &["LD_", "DYLD_", "PYTHON", "PERL5", "RUBY"];
+const CODE_VARS: &[&str] = &[
+    "BROWSER",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "BASH_ENV",
+    "ENV",
+    "NODE_OPTIONS",
+    "JAVA_TOOL_OPTIONS",
+    "GCONV_PATH",
+    "OPENSSL_CONF",
+    "HSA_TOOLS_LIB",
+    "ROCP_TOOL_LIBRARIES",
+    "ROCPROFILER_LIBRARY",
+    "CUDA_INJECTION64_PATH",
+    "NVTX_INJECTION64_PATH",
+];
+
+/// Whether `name` makes a process load or run code of the value's choosing.
+pub fn loads_code(name: &str) -> bool {
+    CODE_VARS.contains(&name) || CODE_VAR_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
+/// Before the first unit: every variable the sweep sets that makes a process load or run code,
+/// so that a sweep file from someone else cannot do so unseen (a sweep file is code).
+fn warn_code_vars(combos: &[crate::spec::expand::EnvCombo]) {
+    let mut seen: Vec<String> = Vec::new();
+    for c in combos {
+        for (k, v) in &c.vars {
+            if loads_code(k) {
+                let shown = format!(
+                    "{k}={}",
+                    crate::markup::shell::quote(crate::results::manifest::shown(k, v))
+                );
+                if !seen.contains(&shown) {
+                    seen.push(shown);
+                }
+            }
+        }
+    }
+    if !seen.is_empty() {
+        crate::noteln!(
+            "warning: the sweep sets variables that make its workers load or run code: {}; a \
+             sweep file is code, like a Makefile: run only sweep files you trust",
+            seen.join(", ")
+        );
+    }
+}
+
 /// Ctrl-C presses since the current run started.
 fn interrupts() -> Arc<AtomicUsize> {
     static COUNT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
@@ -72,6 +125,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         crate::backend::check_name(b).map_err(CmdError::BadInput)?;
     }
     let device_sel = s.device_sel(opts)?;
+    warn_code_vars(&s.combos);
 
     let interrupts = interrupts();
     interrupts.store(0, Ordering::SeqCst);

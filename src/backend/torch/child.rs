@@ -166,7 +166,11 @@ impl Conn {
     /// (it may be waiting for a request on the stdin this process holds), then reaped.
     fn no_hello(&mut self, python: &std::path::Path, why: &ReadErr) -> String {
         // Its output ended: it is ending (give it a second to); else it is ended now.
-        let wait = if matches!(why, ReadErr::Ended) { 100 } else { 0 };
+        let wait = if matches!(why, ReadErr::Ended) {
+            100
+        } else {
+            0
+        };
         let mut ended_itself = false;
         for i in 0..=wait {
             ended_itself = matches!(self.child.try_wait(), Ok(Some(_)));
