@@ -279,6 +279,45 @@ fn a_tree_with_no_hip_runtime_is_refused_before_anything_is_written() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("only `run` takes several ROCm trees"));
 }
 
+/// Issue 40, D4: a tree named twice, by `--rocm` or in the sweep, by the same or another
+/// spelling of its path, is refused with exit 2 before anything is written.
+#[test]
+fn a_tree_named_twice_is_refused_either_way() {
+    if !have_patchelf() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _, model) = trees(tmp.path());
+    let out = tmp.path().join("run");
+    let o = tmp.path().join("run").display().to_string();
+    let s = sweep(tmp.path(), "").display().to_string();
+    let mut args = run_args(&s, &o);
+    args.extend(["--rocm", &a, "--rocm", &a]);
+    let r = rocsweep(tmp.path(), &args, &model);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--rocm: `{a}` is named twice; each ROCm tree may be named once"
+        )),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let other = format!("{a}/");
+    let mut args = run_args(&s, &o);
+    args.extend(["--rocm", &a, "--rocm", &other]);
+    let r = rocsweep(tmp.path(), &args, &model);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("are the same tree"), "{err}");
+    let s2 = sweep(tmp.path(), &format!("rocm = [\"{a}\", \"{other}\"]"));
+    let r = rocsweep(tmp.path(), &run_args(&s2.display().to_string(), &o), &model);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("are the same tree"), "{err}");
+    assert!(!out.exists());
+}
+
 /// Every file under `dir` with its bytes (what "nothing was changed" compares).
 /// Whether patchelf is here (the fake prefixes are laid out with it).
 fn have_patchelf() -> bool {

@@ -377,10 +377,34 @@ fn trees_of(
         1 => return Ok(Vec::new()),
         _ => (&opts.rocm, "--rocm"),
     };
-    labels
-        .iter()
-        .map(|label| resolve_tree(label, source))
-        .collect()
+    let mut out: Vec<RocmTree> = Vec::new();
+    let mut real: Vec<PathBuf> = Vec::new();
+    for label in labels {
+        let t = resolve_tree(label, source)?;
+        let here = std::fs::canonicalize(&t.path).unwrap_or_else(|_| PathBuf::from(&t.path));
+        // A tree named twice would run every unit twice under one label (issue 40, D4).
+        let same = out
+            .iter()
+            .zip(&real)
+            .find(|(o, r)| o.label == t.label || **r == here)
+            .map(|(o, _)| o);
+        if let Some(first) = same {
+            let how = if first.label == t.label {
+                format!("`{label}` is named twice")
+            } else {
+                format!(
+                    "`{}` and `{label}` are the same tree ({})",
+                    first.label, t.path
+                )
+            };
+            return Err(CmdError::BadInput(format!(
+                "{source}: {how}; each ROCm tree may be named once"
+            )));
+        }
+        out.push(t);
+        real.push(here);
+    }
+    Ok(out)
 }
 
 /// One tree as the sweep or `--rocm` names it: `~/` is the home directory, then it is found as
