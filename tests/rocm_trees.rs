@@ -397,3 +397,27 @@ fn a_rocm_path_without_a_hip_runtime_is_a_usage_error() {
 
 #[path = "rocm_trees/debian.rs"]
 mod debian;
+
+/// Issue 40, D6: a tree whose path holds a newline (the kernel writes it `\012` in
+/// /proc/self/maps) is the tree its libraries are mapped from, not a mix.
+#[test]
+fn a_tree_with_a_newline_in_its_path_is_one_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prefix = tmp.path().join("rocm\nnew");
+    let lib = prefix.join("lib");
+    put(fake_library(), &lib.join("libamdhip64.so.5"));
+    for n in [
+        "libMIOpen.so.1",
+        "libhipblaslt.so.0",
+        "librocblas.so.3",
+        "libhiprand.so.1",
+    ] {
+        same(&lib.join("libamdhip64.so.5"), &lib.join(n));
+    }
+    let copy = "op = \"copy\"\n[axes]\nbytes = [64, 4096]\n";
+    let (_, rows) = sweep(tmp.path(), "newline", copy, &[("ROCSWEEP_ROCM", &lib)]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r[1], "ok", "{rows:?}");
+    }
+}

@@ -377,6 +377,31 @@ fn binary_reports_a_missing_sweep_file() {
     let missing = tmp.path().join("no-such-sweep.toml");
     let shown = missing.display().to_string();
     run_fails(&missing, &[], &[&shown, "cannot read sweep file"]);
+    let o = rocsweep(&["run", &shown, "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !stderr.contains(".toml:1:1"),
+        "a missing file has no line: {stderr}"
+    );
+}
+
+/// Issue 40, M11: a readable empty file keeps its location (only a file that cannot be read
+/// has none).
+#[test]
+fn binary_names_line_1_column_1_of_an_empty_sweep_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.toml");
+    std::fs::write(&empty, "").unwrap();
+    let o = rocsweep(&["run", empty.to_str().unwrap(), "--dry-run"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error: {}:1:1: missing key `name`",
+            empty.display()
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -28,23 +28,45 @@ fn stem(path: &Path) -> Option<&'static str> {
     STEMS.iter().copied().find(|s| *s == base)
 }
 
-/// The distinct files mapped into a process, from the text of /proc/PID/maps.
-pub fn mapped_files(maps: &str) -> Vec<PathBuf> {
+/// The distinct files mapped into a process, from the bytes of /proc/PID/maps. The kernel
+/// writes a newline in a path as `\012` (issue 40, D6) and nothing else escaped; paths need
+/// not be UTF-8.
+pub fn mapped_files(maps: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let mut v: Vec<PathBuf> = Vec::new();
-    for line in maps.lines() {
+    for line in maps.split(|&b| b == b'\n') {
         // address perms offset dev inode path (the path may hold spaces).
-        let mut fields = line.splitn(6, ' ');
-        let inode = fields.nth(4).unwrap_or("0");
-        let path = fields.next().unwrap_or("").trim_start();
-        if inode == "0" || !path.starts_with('/') {
+        let mut fields = line.splitn(6, |&b| b == b' ');
+        let inode = fields.nth(4).unwrap_or(b"0");
+        let path = fields.next().unwrap_or(b"");
+        let path = &path[path.iter().take_while(|&&b| b == b' ').count()..];
+        if inode == b"0" || !path.starts_with(b"/") {
             continue;
         }
-        let p = PathBuf::from(path.trim_end_matches(" (deleted)"));
+        let path = path.strip_suffix(b" (deleted)").unwrap_or(path);
+        let decoded = unescape_newlines(path);
+        let p = PathBuf::from(std::ffi::OsStr::from_bytes(&decoded));
         if !v.contains(&p) {
             v.push(p);
         }
     }
     v
+}
+
+/// `\012` back to the newline the kernel escaped.
+fn unescape_newlines(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    let mut i = 0;
+    while i < path.len() {
+        if path[i..].starts_with(b"\\012") {
+            out.push(b'\n');
+            i += 4;
+        } else {
+            out.push(path[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The tree's directories and the directories of the files opened from it, with symlinks
@@ -119,7 +141,7 @@ pub fn check(
 
 /// [`check`] on this process's own maps.
 pub fn check_self(roots: &[PathBuf], opened: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let maps = std::fs::read_to_string("/proc/self/maps")
+    let maps = std::fs::read("/proc/self/maps")
         .map_err(|e| format!("cannot read /proc/self/maps to check the ROCm libraries: {e}"))?;
     check(&mapped_files(&maps), roots, opened)
 }
@@ -138,7 +160,7 @@ mod tests {
 
     #[test]
     fn one_hip_runtime_and_every_library_from_the_tree_passes() {
-        let files = mapped_files(MAPS);
+        let files = mapped_files(MAPS.as_bytes());
         assert_eq!(files.len(), 3, "{files:?}");
         let roots = [PathBuf::from("/v/core"), PathBuf::from("/v/libs")];
         let ok = check(&files, &roots, &[]).expect("one tree");
@@ -157,7 +179,7 @@ mod tests {
             "{MAPS}7f0000009000-7f000000a000 r--p 00000000 08:01 777   /usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153\n"
         );
         let roots = [PathBuf::from("/v")];
-        let e = check(&mapped_files(&maps), &roots, &[]).unwrap_err();
+        let e = check(&mapped_files(maps.as_bytes()), &roots, &[]).unwrap_err();
         assert_eq!(
             e,
             "two HIP runtimes are mapped into this process: /v/core/lib/libamdhip64.so.6 and \
@@ -168,7 +190,7 @@ mod tests {
     #[test]
     fn a_library_from_outside_the_tree_is_named_with_the_trees_hip() {
         let roots = [PathBuf::from("/v/core")];
-        let e = check(&mapped_files(MAPS), &roots, &[]).unwrap_err();
+        let e = check(&mapped_files(MAPS.as_bytes()), &roots, &[]).unwrap_err();
         assert!(
             e.starts_with(
                 "/v/libs/lib/libMIOpen.so.1 is mapped from outside the chosen ROCm tree (/v/core)"
@@ -193,5 +215,17 @@ mod tests {
         );
         assert_eq!(stem(Path::new("/x/libc.so.6")), None);
         assert_eq!(stem(Path::new("/x/libfake_rocm.so")), None);
+    }
+
+    #[test]
+    fn a_newline_in_a_path_escaped_by_the_kernel_is_read_back() {
+        let maps = b"7f0000000000-7f0000001000 r--p 00000000 08:01 1234   /r/a\\012b/lib/libamdhip64.so.5\n\
+7f0000002000-7f0000003000 r--p 00000000 08:01 1235   /r/\xff/libMIOpen.so.1 (deleted)\n";
+        let files = mapped_files(maps);
+        assert_eq!(files[0], PathBuf::from("/r/a\nb/lib/libamdhip64.so.5"));
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(files[1].as_os_str().as_bytes(), b"/r/\xff/libMIOpen.so.1");
+        let roots = [PathBuf::from("/r/a\nb")];
+        assert!(check(&files[..1], &roots, &[]).is_ok());
     }
 }

@@ -19,6 +19,9 @@ pub struct SpecError {
     label: String,
     #[help]
     pub help: Option<String>,
+    /// The file could not be read at all (missing, too large): no line or column to name. An
+    /// empty file that was read has them (1:1).
+    whole_file: bool,
 }
 
 impl SpecError {
@@ -49,6 +52,16 @@ impl SpecError {
             src: NamedSource::new(file, Arc::clone(text)),
             span: (start, end - start).into(),
             help: None,
+            whole_file: false,
+        }
+    }
+
+    /// An error about the file as a whole, which could not be read (missing, not a regular
+    /// file, too large): named without a line or column.
+    pub fn whole_file(file: &str, message: impl Into<String>) -> SpecError {
+        SpecError {
+            whole_file: true,
+            ..SpecError::at(file, &Arc::new(String::new()), 0..0, message)
         }
     }
 
@@ -77,7 +90,7 @@ impl SpecError {
             format!("{}:1:{}: {}", self.file, self.arg_column(), self.message)
         } else if self.is_argument() {
             format!("{} {}: {}", self.file, self.src.inner(), self.message)
-        } else if self.src.inner().is_empty() {
+        } else if self.whole_file {
             // A file that could not be read at all: no line or column to name.
             format!("{}: {}", self.file, self.message)
         } else {

@@ -141,7 +141,7 @@ pub const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Reads a sweep file from disk; an unreadable file is reported against its path.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Sweep, SpecError> {
     let shown = path.display().to_string();
-    let fail = |why: String| SpecError::at(&shown, &Arc::new(String::new()), 0..0, why);
+    let fail = |why: String| SpecError::whole_file(&shown, why);
     // Checked before opening: a FIFO or a device would block or never end.
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read sweep file: {e}")))?;
     if !meta.is_file() {
