@@ -156,9 +156,11 @@ fn therock(site: &Path) -> Option<Tree> {
     let mut roots = vec![core];
     roots.extend(libraries);
     // The device files' packages (`_rocm_sdk_device*`, older `_rocm_sdk_libraries_<gfx>`) and
-    // anything else of the SDK belong to the tree too.
+    // anything else of the SDK belong to the tree too. A set, not a scan of the list: a
+    // site-packages may hold thousands of them (issue 40, D7: quadratic before).
+    let mut seen: std::collections::HashSet<PathBuf> = roots.iter().cloned().collect();
     for extra in subdirs_starting(site, "_rocm_sdk_") {
-        if !roots.contains(&extra) {
+        if seen.insert(extra.clone()) {
             roots.push(extra);
         }
     }
