@@ -20,7 +20,10 @@ const LIBS: &[(&str, &str)] = &[
 
 /// "HIP 5.2.21153, hipRTC 5.2, MIOpen missing, ..." from a worker's versions.
 fn versions_line(info: &BackendInfo) -> String {
-    if let Some(why) = info.missing.as_ref().filter(|_| info.versions.is_empty()) {
+    // Nothing loaded (no versions), or not even the HIP runtime (a file it cannot load): the
+    // reason, not a list of "missing" that hides it (issue 40, D5).
+    let no_hip = !info.versions.contains_key(LIBS[0].0);
+    if let Some(why) = info.missing.as_ref().filter(|_| no_hip) {
         return format!("cannot be opened: {why}");
     }
     let parts: Vec<String> = LIBS

@@ -421,3 +421,49 @@ fn a_tree_with_a_newline_in_its_path_is_one_tree() {
         assert_eq!(r[1], "ok", "{rows:?}");
     }
 }
+
+/// Issue 40, D5: a rocBLAS cut short (a partial download) costs only rocBLAS's units, each
+/// naming the file and what is wrong with it (it killed the worker with SIGBUS before, and
+/// with it the whole backend); an empty or garbage HIP runtime is named with its reason.
+#[test]
+fn a_broken_library_file_is_named_and_costs_only_its_own_units() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tmp.path().join("broken/lib");
+    put(fake_library(), &lib.join("libamdhip64.so.5"));
+    for n in ["libMIOpen.so.1", "libhipblaslt.so.0", "libhiprand.so.1"] {
+        same(&lib.join("libamdhip64.so.5"), &lib.join(n));
+    }
+    let bytes = std::fs::read(fake_library()).unwrap();
+    let rocblas = lib.join("librocblas.so.3");
+    std::fs::write(&rocblas, &bytes[..200_000]).unwrap();
+    device_files(&lib, "gfx1100");
+    let (_, rows) = sweep(tmp.path(), "broken", GEMM, &[("ROCSWEEP_ROCM", &lib)]);
+    let get = |s: &str| rows.iter().find(|r| r[0] == s).cloned().unwrap();
+    assert_eq!(get("hipblaslt")[1], "ok", "{rows:?}");
+    let rb = get("rocblas");
+    assert_eq!(rb[1], "error", "{rows:?}");
+    assert!(
+        rb[2].contains("LIBRARY_UNLOADABLE")
+            && rb[2].contains(&format!(
+                "{} cannot be loaded: it is cut short",
+                rocblas.display()
+            )),
+        "{rows:?}"
+    );
+
+    for (content, why) in [
+        (&b""[..], "the file is empty (0 bytes)"),
+        (&b"garbage\n"[..], "not an ELF file"),
+    ] {
+        let hip = tmp.path().join("bad-hip/lib/libamdhip64.so.5");
+        std::fs::create_dir_all(hip.parent().unwrap()).unwrap();
+        std::fs::write(&hip, content).unwrap();
+        let o = probe(tmp.path(), &[], &[("ROCSWEEP_ROCM", hip.parent().unwrap())]);
+        let text = format!("{}{}", o.stdout, o.stderr);
+        assert!(
+            text.contains(&format!("{} cannot be loaded: ", hip.display())) && text.contains(why),
+            "{text}"
+        );
+        assert!(!text.contains("HIP missing"), "{text}");
+    }
+}

@@ -7,6 +7,7 @@
 
 pub mod devfiles;
 pub mod discover;
+pub mod elf;
 pub mod kernels;
 pub mod mapped;
 pub mod tree;

@@ -45,6 +45,10 @@ pub fn open(names: &[&str]) -> Result<Loaded, String> {
             tree.looked_for(names)
         ));
     };
+    // A truncated file would be mapped past its end and kill the process with SIGBUS at the
+    // first touch, naming nothing (issue 40, D5): its segments are checked first.
+    crate::rocm_tree::elf::check_loadable(&path)
+        .map_err(|why| format!("{} cannot be loaded: {why}", path.display()))?;
     // SAFETY: loading a ROCm library runs its initialisers; these are the vendor's (or the
     // test fake's) libraries, loaded deliberately. A worker process is expendable if one
     // misbehaves.
@@ -58,7 +62,26 @@ pub fn open(names: &[&str]) -> Result<Loaded, String> {
                 path: path.display().to_string(),
             })
         }
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(format!(
+            "{} cannot be loaded: {}",
+            path.display(),
+            dl_reason(&e)
+        )),
+    }
+}
+
+/// The loader's own reason (dlerror's text) from libloading's error.
+fn dl_reason(e: &libloading::Error) -> String {
+    match e {
+        libloading::Error::DlOpen { source } => source.to_string(),
+        other => {
+            let text = other.to_string();
+            if text.is_empty() {
+                "the dynamic loader refused it and gave no reason".into()
+            } else {
+                text
+            }
+        }
     }
 }
 

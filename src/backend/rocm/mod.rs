@@ -95,6 +95,8 @@ fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
         let missing = why.contains(crate::rocm_tree::kernels::MISSING);
         let code = if missing {
             "KERNELS_MISSING"
+        } else if why.contains(" cannot be loaded: ") {
+            "LIBRARY_UNLOADABLE"
         } else {
             "LIBRARY_NOT_FOUND"
         };
