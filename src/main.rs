@@ -80,10 +80,20 @@ fn python_flag(value: &std::path::Path) -> Result<std::path::PathBuf, String> {
         Some(p) => {
             std::path::absolute(&p).map_err(|e| format!("--python {}: {e}", value.display()))
         }
-        None => Err(format!(
-            "--python {}: no such file (give the path of a python executable whose environment has torch)",
-            value.display()
-        )),
+        None => {
+            let why = if value.is_dir() {
+                format!(
+                    "a directory, not a Python executable (e.g. {})",
+                    value.join("bin/python").display()
+                )
+            } else {
+                rocsweep::error::path_problem(value).unwrap_or_else(|| "not a regular file".into())
+            };
+            Err(format!(
+                "--python {}: {why} (give the path of a python executable whose environment has torch)",
+                value.display()
+            ))
+        }
     }
 }
 

@@ -343,3 +343,55 @@ fn a_sweep_that_sets_code_loading_variables_is_named_before_the_first_unit() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&o.stderr).contains("warning: the sweep sets"));
 }
+
+/// Issue 40, minor: `--python` on a directory or a link loop, and a run directory that is a
+/// link loop, say what they are (not "no such file").
+#[test]
+fn a_directory_or_a_link_loop_is_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let quick = repo("sweeps/quickstart.toml");
+    let err = |args: &[&std::ffi::OsStr]| {
+        let o = bin().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = err(&[
+        "--python".as_ref(),
+        tmp.path().as_os_str(),
+        "run".as_ref(),
+        quick.as_ref(),
+        "--dry-run".as_ref(),
+    ]);
+    assert!(
+        e.contains(&format!(
+            "--python {}: a directory, not a Python executable (e.g. {}/bin/python)",
+            tmp.path().display(),
+            tmp.path().display()
+        )),
+        "{e}"
+    );
+    let e = err(&[
+        "--python".as_ref(),
+        a.as_os_str(),
+        "run".as_ref(),
+        quick.as_ref(),
+        "--dry-run".as_ref(),
+    ]);
+    assert!(
+        e.contains(&format!("--python {}: a symbolic link loop", a.display())),
+        "{e}"
+    );
+    for cmd in ["report", "recommend"] {
+        let e = err(&[cmd.as_ref(), a.as_os_str()]);
+        assert!(
+            e.contains(&format!(
+                "{}: not a run directory (a symbolic link loop)",
+                a.display()
+            )),
+            "{cmd}: {e}"
+        );
+    }
+}

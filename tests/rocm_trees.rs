@@ -467,3 +467,38 @@ fn a_broken_library_file_is_named_and_costs_only_its_own_units() {
         assert!(!text.contains("HIP missing"), "{text}");
     }
 }
+
+/// Issue 40, minor: `--rocm` on a symbolic link loop says so, and on a pyenv shim names the
+/// environment the shim selects and the places looked at there (not the shim's path + /lib).
+#[test]
+fn rocm_flag_names_a_link_loop_and_a_shims_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let o = probe(tmp.path(), &["--rocm", a.to_str().unwrap()], &[]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains(&format!("--rocm {}: a symbolic link loop", a.display())),
+        "{}",
+        o.stderr
+    );
+    let pyenv = tmp.path().join("pyenv");
+    let shim = pyenv.join("shims/python3");
+    std::fs::create_dir_all(shim.parent().unwrap()).unwrap();
+    std::fs::write(&shim, "#!/bin/sh\n").unwrap();
+    std::fs::write(pyenv.join("version"), "3.12.1\n").unwrap();
+    let env = pyenv.join("versions/3.12.1");
+    std::fs::create_dir_all(env.join("lib/python3.12/site-packages")).unwrap();
+    let o = probe(tmp.path(), &["--rocm", shim.to_str().unwrap()], &[]);
+    assert_eq!(o.code, Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!(
+            "no HIP runtime in this Python's environment {}; looked for",
+            env.display()
+        )) && !o.stderr.contains("shims/python3/lib"),
+        "{}",
+        o.stderr
+    );
+}

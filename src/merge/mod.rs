@@ -62,8 +62,9 @@ fn show(p: &Path) -> String {
 fn load(dir: &Path) -> Result<Input, CmdError> {
     if !dir.is_dir() {
         return Err(CmdError::BadInput(format!(
-            "{}: not a run directory (no such directory)",
-            show(dir)
+            "{}: not a run directory ({})",
+            show(dir),
+            crate::error::path_problem(dir).unwrap_or_else(|| "not a directory".into())
         )));
     }
     let manifest = manifest::read(dir).map_err(CmdError::BadInput)?;

@@ -294,9 +294,11 @@ pub fn read(dir: &Path) -> Result<Manifest, String> {
         std::io::ErrorKind::NotFound if dir.is_dir() => {
             format!("{}: not a run directory (no manifest.json)", dir.display())
         }
-        std::io::ErrorKind::NotFound => {
-            format!("{}: not a run directory (no such directory)", dir.display())
-        }
+        std::io::ErrorKind::NotFound => format!(
+            "{}: not a run directory ({})",
+            dir.display(),
+            crate::error::path_problem(dir).unwrap_or_else(|| "no such directory".into())
+        ),
         _ => crate::results::rundir::describe(&path, &e),
     })?;
     let at = |e: serde_json::Error| {

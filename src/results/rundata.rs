@@ -88,8 +88,9 @@ impl RunData {
     pub fn load(dir: &Path) -> Result<RunData, CmdError> {
         if !dir.is_dir() {
             return Err(CmdError::BadInput(format!(
-                "{}: not a run directory (no such directory)",
-                dir.display()
+                "{}: not a run directory ({})",
+                dir.display(),
+                crate::error::path_problem(dir).unwrap_or_else(|| "not a directory".into())
             )));
         }
         let manifest = manifest::read(dir).map_err(CmdError::BadInput)?;

@@ -170,11 +170,33 @@ pub fn resolve_flag(value: &Path) -> Result<PathBuf, String> {
         .flatten();
     let path = on_path.unwrap_or_else(|| value.to_path_buf());
     let path = std::path::absolute(&path).unwrap_or(path);
-    if !path.exists() {
-        return Err(format!(
-            "--rocm {}: no such file or directory",
-            value.display()
-        ));
+    if let Some(why) = crate::error::path_problem(&path) {
+        return Err(format!("--rocm {}: {why}", value.display()));
+    }
+    // A Python interpreter names its environment (a pyenv shim: the version it selects), and
+    // the message lists that environment's places, not the interpreter's path with /lib.
+    if tree::interpreter_env(&path).is_some() {
+        let Some(env) = python_env(&path, &Places::from_env()) else {
+            return Err(format!(
+                "--rocm {}: a Python interpreter whose environment cannot be told (a pyenv shim \
+                 with no version selected?); give the environment's directory",
+                path.display()
+            ));
+        };
+        if tree::python_trees(&env).is_empty() {
+            return Err(format!(
+                "--rocm {}: no HIP runtime in this Python's environment {}; {}",
+                path.display(),
+                env.display(),
+                tree::looked_for_in_env(&env)
+            ));
+        }
+        // A pyenv shim's own directory is not its environment: the environment is named.
+        return Ok(if tree::interpreter_env(&path) == Some(env.clone()) {
+            path
+        } else {
+            env
+        });
     }
     if tree::trees_at(&path).is_empty() {
         return Err(format!(
@@ -252,6 +274,12 @@ fn python_on_path(p: &Places) -> Option<(PathBuf, PathBuf)> {
         .iter()
         .map(|d| d.join("python3"))
         .find(|e| e.is_file())?;
+    python_env(&exe, p).map(|env| (exe, env))
+}
+
+/// The environment of the Python interpreter at `exe`; through a pyenv shim, the version it
+/// selects (`$PYENV_VERSION`, else pyenv's `version` file).
+fn python_env(exe: &Path, p: &Places) -> Option<PathBuf> {
     let bin = exe.parent()?;
     if bin.file_name().is_some_and(|n| n == "shims") {
         let root = bin.parent()?;
@@ -260,9 +288,9 @@ fn python_on_path(p: &Places) -> Option<(PathBuf, PathBuf)> {
                 .ok()
                 .and_then(|t| t.lines().next().map(|l| l.trim().to_string()))
         })?;
-        return Some((exe.clone(), root.join("versions").join(version)));
+        return Some(root.join("versions").join(version));
     }
-    tree::interpreter_env(&exe).map(|env| (exe, env))
+    tree::interpreter_env(exe)
 }
 
 /// `--rocm system`: the system loader's tree, whatever else is set.

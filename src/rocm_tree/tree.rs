@@ -237,7 +237,18 @@ pub fn looked_for_at(path: &Path) -> String {
     let p = path.display();
     format!(
         "looked for {} in {p}, {p}/lib, {p}/lib/python3*/site-packages/_rocm_sdk_core*/lib and \
-         {p}/lib/python3*/site-packages/torch/lib (a python interpreter: its environment)",
+         {p}/lib/python3*/site-packages/torch/lib",
+        HIP_NAMES.join(", ")
+    )
+}
+
+/// What `python_trees` looks for in the environment `env`, for the message when it finds
+/// nothing.
+pub fn looked_for_in_env(env: &Path) -> String {
+    let p = env.display();
+    format!(
+        "looked for {} in {p}/lib/python3*/site-packages/_rocm_sdk_core*/lib and \
+         {p}/lib/python3*/site-packages/torch/lib",
         HIP_NAMES.join(", ")
     )
 }
