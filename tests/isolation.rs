@@ -595,6 +595,30 @@ fn second_ctrl_c_kills_a_hanging_worker_and_leaves_a_resumable_run() {
     assert_eq!(rows.by("bytes", "128")["status"], "interrupted");
 }
 
+/// Issue 40, minor: SIGTERM (a scheduler's stop) stops at once like a second Ctrl-C, and is
+/// named as SIGTERM, not as Ctrl-C, in the message, the row and the manifest.
+#[test]
+fn sigterm_is_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = sweep(tmp.path(), "[limits]\nrun = 600\n");
+    let out = tmp.path().join("run");
+    let mut child = spawn_run(&s, &out, "bytes=128:hang@run");
+    wait_for_journal(&mut child, &out, next_unit_in("run"));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130), "{err}");
+    assert!(err.contains("stopped by SIGTERM; continue with"), "{err}");
+    assert!(!err.contains("Ctrl-C"), "{err}");
+    let m = rocsweep::results::manifest::read(&out).unwrap();
+    assert_eq!(m.stopped.as_deref(), Some("interrupted by SIGTERM"));
+    let o = resume(&out, &[]);
+    assert!(o.status.success());
+    let rows = Rows::read(&out);
+    assert_eq!(rows.by("bytes", "128")["status"], "interrupted");
+}
+
 #[test]
 fn a_worker_that_cannot_start_leaves_no_run_directory_behind() {
     let tmp = tempfile::tempdir().unwrap();

@@ -13,6 +13,19 @@ pub enum Stop {
     DeviceUnhealthy,
 }
 
+/// The signal that stopped the run, where it was SIGTERM or SIGHUP (0: Ctrl-C or none); set
+/// by the signal handlers (one atomic store, async-signal-safe).
+pub static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// What stopped the run, as its messages name it: `Ctrl-C`, `SIGTERM` or `SIGHUP`.
+pub fn stop_cause() -> &'static str {
+    match STOP_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "Ctrl-C",
+    }
+}
+
 /// A unit as its events name it.
 #[derive(Clone, Copy)]
 pub struct Unit<'a> {

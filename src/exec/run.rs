@@ -105,6 +105,7 @@ fn interrupts() -> Arc<AtomicUsize> {
                 // SAFETY: the closure is async-signal-safe (one atomic add).
                 let _ = unsafe {
                     signal_hook::low_level::register(sig, move || {
+                        super::events::STOP_SIGNAL.store(sig, Ordering::SeqCst);
                         c.fetch_add(2, Ordering::SeqCst);
                     })
                 };
@@ -129,6 +130,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
     let interrupts = interrupts();
     interrupts.store(0, Ordering::SeqCst);
+    super::events::STOP_SIGNAL.store(0, Ordering::SeqCst);
     let Some(counted) = count_units(&s, &interrupts) else {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
@@ -626,7 +628,7 @@ fn finish(
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());
     man.counts = summary.counts_by_name();
     man.stopped = stopped.map(|st| match st {
-        Stop::Interrupted => "interrupted by Ctrl-C".to_string(),
+        Stop::Interrupted => format!("interrupted by {}", super::events::stop_cause()),
         Stop::DeviceUnhealthy => "device unhealthy after a hang or crash".to_string(),
     });
     let dir = &s.dir;
@@ -637,7 +639,8 @@ fn finish(
     }
     match stopped {
         Some(Stop::Interrupted) => crate::noteln!(
-            "stopped by Ctrl-C; continue with: rocsweep run --resume {}",
+            "stopped by {}; continue with: rocsweep run --resume {}",
+            super::events::stop_cause(),
             dir.display()
         ),
         Some(Stop::DeviceUnhealthy) => crate::noteln!(

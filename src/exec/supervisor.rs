@@ -238,11 +238,11 @@ impl Supervisor {
             };
             if self.interrupts.load(Ordering::SeqCst) >= 2 {
                 self.discard();
-                return Err(Outcome::failed(
-                    Status::Interrupted,
-                    &phase,
-                    "stopped by a second Ctrl-C",
-                ));
+                let how = match super::events::stop_cause() {
+                    "Ctrl-C" => "stopped by a second Ctrl-C".to_string(),
+                    other => format!("stopped by {other}"),
+                };
+                return Err(Outcome::failed(Status::Interrupted, &phase, &how));
             }
             let deadline = (phase_start + limit).min(Instant::now() + POLL);
             let got = w.recv(deadline);
