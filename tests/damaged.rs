@@ -376,3 +376,105 @@ fn links_planted_in_a_run_directory_redirect_no_write() {
     assert!(err.contains("summary.md is a symbolic link"), "{err}");
     untouched("report over a link");
 }
+
+/// Issue 40, S5: values the sweep itself sets under a credential's name (`[env]`,
+/// `[env_axes]`) reach no file of the run directory, its reports, profile or repro page; the
+/// combinations stay apart by their labels; a resume reads the sweep file, which must be the
+/// one the run started from.
+#[test]
+fn credentials_the_sweep_sets_reach_no_file_and_resume_reads_the_sweep_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    let text = "name = \"s\"\nop = \"copy\"\n[axes]\nbytes = [64, 128, 256]\n\
+         [env]\nMY_API_TOKEN = \"tok-planted-0001\"\nDB_PASS = \"pw-planted-0002\"\n\
+         [env_axes]\nHF_TOKEN = [\"hf-planted-0003\", \"hf-planted-0004\"]\nGITHUB_PAT = \"ghp-planted-0005\"\n\
+         [limits]\nrun = 0.5\ngrace = 0.2\n";
+    std::fs::write(&sweep, text).unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .current_dir(tmp.path())
+        .args([
+            "run",
+            "s.toml",
+            "--out",
+            "run",
+            "--trials",
+            "1",
+            "--quiet",
+            "--no-report",
+        ])
+        .env("ROCSWEEP_TEST_FAULT", "bytes=128:segv@run;probe:hang@run")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // From elsewhere the sweep file is not found: refused, nothing changed.
+    let before = std::fs::read(out.join("results.csv")).unwrap();
+    let o = resume(&out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("its sweep sets credentials"), "{err}");
+    assert_eq!(std::fs::read(out.join("results.csv")).unwrap(), before);
+    // Where the run started: the resume runs the rest.
+    let o = bin()
+        .current_dir(tmp.path())
+        .args(["run", "--resume", "run", "--quiet", "--no-report"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (header, rows) = rows(&out);
+    assert_eq!(rows.len(), 6, "3 sizes x 2 HF_TOKEN values");
+    let env = header.iter().position(|h| h == "env").unwrap();
+    let envs: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[env].as_str()).collect();
+    assert_eq!(envs.len(), 2, "{envs:?}");
+    assert!(
+        envs.iter().all(|e| e.contains("HF_TOKEN=<masked:")),
+        "{envs:?}"
+    );
+    // Reports, recommend's profile and a repro page.
+    for cmd in ["report", "recommend"] {
+        let o = bin().arg(cmd).arg(&out).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let id = &rows[0][0];
+    let repro = bin().arg("repro").arg(&out).arg(id).output().unwrap();
+    assert!(repro.status.success());
+    std::fs::write(out.join("repro.md"), &repro.stdout).unwrap();
+    let profile = String::from_utf8_lossy(&read(&out.join("rocsweep-env.sh"))).into_owned();
+    assert!(
+        profile.contains(
+            "# MY_API_TOKEN was set by the sweep; its value (a credential's) is not recorded"
+        ),
+        "{profile}"
+    );
+    for f in files(&out) {
+        let text = String::from_utf8_lossy(&read(&f)).into_owned();
+        assert!(
+            !text.contains("-planted-"),
+            "a credential is in {}",
+            f.display()
+        );
+    }
+    // Changed since: refused.
+    std::fs::write(
+        &sweep,
+        text.replace("bytes = [64, 128, 256]", "bytes = [64, 128]"),
+    )
+    .unwrap();
+    let o = bin()
+        .current_dir(tmp.path())
+        .args(["run", "--resume", "run", "--quiet", "--no-report"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("it has changed since the run started"), "{err}");
+}

@@ -58,7 +58,17 @@ pub fn profile(r: &Recommendation) -> String {
                 lines.push("The sweep set no environment variables: nothing to export.".into());
             }
             for d in &r.decisions {
-                if d.export {
+                if d.export && crate::results::manifest::is_masked(&d.value) {
+                    // A credential the sweep set: its value was never written, so neither is it
+                    // here (issue 40, S5).
+                    exports.push((
+                        d.why.clone(),
+                        format!(
+                            "# {} was set by the sweep; its value (a credential's) is not recorded: export it yourself",
+                            shell::comment(&d.name)
+                        ),
+                    ));
+                } else if d.export {
                     exports.push((d.why.clone(), shell::export_line(&d.name, &d.value)));
                 } else {
                     exports.push((d.why.clone(), String::new()));

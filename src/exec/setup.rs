@@ -237,7 +237,7 @@ impl Setup {
             backend: info.clone(),
             sweep: SweepInfo::of(&self.sweep),
             policies: self.policies(),
-            env_combos: combos.clone(),
+            env_combos: combos.iter().map(EnvCombo::shown).collect(),
             environment: manifest::environment(
                 &combos
                     .iter()
@@ -268,6 +268,32 @@ struct Prepared {
     shard: Option<ShardRecord>,
 }
 
+/// The sweep of a run whose sweep sets credentials: the run directory keeps them masked, so a
+/// resume reads the sweep file itself, which must be the one the run started from (its
+/// SHA-256), else the resume is refused (issue 40, S5).
+fn original_sweep(dir: &Path, m: &Manifest) -> Result<spec::Sweep, CmdError> {
+    let refuse = |why: String| {
+        CmdError::BadInput(format!(
+            "cannot resume {}: its sweep sets credentials (variables such as *_TOKEN), whose \
+             values the run directory does not keep, so the resume reads the sweep file {}: \
+             {why}; run the resume from the directory the run was started in, with that file \
+             as it was",
+            dir.display(),
+            m.sweep.path
+        ))
+    };
+    let sweep = spec::load(Path::new(&m.sweep.path), &m.sweep.overrides)
+        .map_err(|e| refuse(e.message.clone()))?;
+    if sweep.source.sha256 != m.sweep.sha256 {
+        return Err(refuse(format!(
+            "it has changed since the run started (SHA-256 {}, the run's {})",
+            sweep.source.sha256.get(..12).unwrap_or(""),
+            m.sweep.sha256.get(..12).unwrap_or("")
+        )));
+    }
+    Ok(sweep)
+}
+
 fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     if let Some(dir) = &opts.resume {
         let m = manifest::read(dir)
@@ -278,7 +304,9 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
                 dir.display()
             )));
         }
-        let sweep =
+        let sweep = if m.sweep.masked {
+            original_sweep(dir, &m)?
+        } else {
             spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides).map_err(|e| {
                 let stored = dir.join("manifest.json");
                 e.in_file(&format!(
@@ -286,7 +314,8 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
                     stored.display(),
                     m.sweep.path
                 ))
-            })?;
+            })?
+        };
         let backends = backends_of(&m);
         let shard = m.shard.clone();
         return Ok(Prepared {

@@ -426,7 +426,12 @@ fn check_env_combo() -> Result<(), String> {
     };
     let vars: Vec<(String, String)> = serde_json::from_str(&text)
         .map_err(|e| format!("{ENV_COMBO} is not the supervisor's JSON ({e})"))?;
-    let mut key: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    // As the run directory writes them: a credential's value is its label (the log is a file
+    // of the run directory).
+    let mut key: Vec<String> = vars
+        .iter()
+        .map(|(k, v)| format!("{k}={}", crate::results::manifest::sweep_value_shown(k, v)))
+        .collect();
     key.sort();
     crate::noteln!(
         "env combination: {}",
@@ -440,9 +445,12 @@ fn check_env_combo() -> Result<(), String> {
         match std::env::var(name) {
             Ok(got) if got == *want => {}
             other => {
+                let shown =
+                    |v: &str| crate::results::manifest::sweep_value_shown(name, v).into_owned();
                 return Err(format!(
-                    "worker environment has {name}={:?}, the env combination says {want:?}",
-                    other.ok()
+                    "worker environment has {name}={:?}, the env combination says {:?}",
+                    other.ok().map(|v| shown(&v)),
+                    shown(want)
                 ));
             }
         }

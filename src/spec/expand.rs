@@ -34,7 +34,11 @@ pub struct RocmTree {
 impl EnvCombo {
     /// Canonical text (`A=1;B=2`, sorted by name): the CSV's `env` column.
     pub fn key(&self) -> String {
-        let mut v: Vec<String> = self.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut v: Vec<String> = self
+            .shown_vars()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         v.sort();
         v.join(";")
     }
@@ -52,6 +56,32 @@ impl EnvCombo {
 }
 
 impl EnvCombo {
+    /// The variables as a run directory holds them: a value set under a credential's name is
+    /// its label (`results::manifest::sweep_secret_label`); one that is a label already (read
+    /// back from a run directory) stays as it is.
+    pub fn shown_vars(&self) -> Vec<(String, String)> {
+        use crate::results::manifest::{is_masked, sweep_value_shown};
+        self.vars
+            .iter()
+            .map(|(k, v)| {
+                let shown = if is_masked(v) {
+                    v.clone()
+                } else {
+                    sweep_value_shown(k, v).into_owned()
+                };
+                (k.clone(), shown)
+            })
+            .collect()
+    }
+
+    /// The same combination as a run directory holds it (see [`EnvCombo::shown_vars`]).
+    pub fn shown(&self) -> EnvCombo {
+        EnvCombo {
+            vars: self.shown_vars(),
+            ..self.clone()
+        }
+    }
+
     /// The context as variables, as analyses that vary one variable at a time see it:
     /// `backend` and `rocm` (where the run names several; not environment variables, see
     /// [`PSEUDO_VARS`]) first, then the env combination's variables.

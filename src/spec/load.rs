@@ -348,6 +348,44 @@ pub(super) fn env(cx: &Cx, root: &DeTable) -> Result<Vec<(String, String)>, Spec
     Ok(env)
 }
 
+/// `text` with the value of every `[env]` and `[env_axes]` variable whose name looks like a
+/// credential's replaced by its label (a TOML string, so the text still parses and expands to
+/// the same combinations, by label); None when there is none.
+pub(super) fn masked_text(root: &DeTable, text: &str) -> Option<String> {
+    use crate::results::manifest::{is_secret, sweep_secret_label};
+    let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    for section in ["env", "env_axes"] {
+        let Some(DeValue::Table(t)) = root.get(section).map(|v| v.get_ref()) else {
+            continue;
+        };
+        for (key, val) in t.iter() {
+            if !is_secret(key.get_ref()) {
+                continue;
+            }
+            let items: Vec<&Sp> = match val.get_ref() {
+                DeValue::Array(items) => items.iter().collect(),
+                _ => vec![val],
+            };
+            for item in items {
+                if let DeValue::String(s) = item.get_ref() {
+                    spans.push((item.span(), format!("\"{}\"", sweep_secret_label(s))));
+                }
+            }
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = text.to_string();
+    for (r, label) in spans {
+        if r.end <= out.len() && out.is_char_boundary(r.start) && out.is_char_boundary(r.end) {
+            out.replace_range(r, &label);
+        }
+    }
+    Some(out)
+}
+
 /// The `[env_axes]`, in file order: none also a fixed `env` value, and at most
 /// `MAX_ENV_COMBOS` combinations of them all.
 pub(super) fn env_axes(

@@ -115,6 +115,10 @@ pub struct Sweep {
     /// The overrides applied, as given: `NAME=VALUES` for `--axis`, `--set SECTION.KEY=VALUE`
     /// for `--set` (`sets::as_set`).
     pub overrides: Vec<String>,
+    /// The source text with every value the sweep sets under a credential's name (`HF_TOKEN`
+    /// in `[env]` or `[env_axes]`) replaced by its label (`results::manifest::
+    /// sweep_secret_label`): what a run directory stores. None when it sets none.
+    pub masked_text: Option<String>,
 }
 
 /// The first pair (i, j), i < j, of items that read the same (by their text: values of one
@@ -206,6 +210,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
     let env = load::env(&cx, &root)?;
     let env_axes = load::env_axes(&cx, &root, &env)?;
     let (limits, timing, verify) = load::policies(&cx, &root, op, overrides)?;
+    let masked_text = load::masked_text(&root, text);
 
     let sha256 = Sha256::digest(text.as_bytes())
         .iter()
@@ -231,6 +236,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
             sha256,
         },
         overrides: overrides.to_vec(),
+        masked_text,
     })
 }
 
