@@ -21,6 +21,7 @@ pub mod merge;
 pub mod op;
 pub mod pipewatch;
 pub mod probe_trees;
+pub mod reaper;
 pub mod report;
 pub mod results;
 pub mod rocm_tree;

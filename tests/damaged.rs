@@ -476,5 +476,8 @@ fn credentials_the_sweep_sets_reach_no_file_and_resume_reads_the_sweep_file() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("it has changed since the run started"), "{err}");
+    assert!(
+        err.contains("it has changed since the run started"),
+        "{err}"
+    );
 }

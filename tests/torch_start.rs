@@ -199,3 +199,48 @@ fn a_module_in_the_working_directory_is_not_imported_by_the_worker() {
     let st = header.iter().position(|h| h == "status").unwrap();
     assert_eq!(rows[0][st], "ok");
 }
+
+/// Issue 40, minor: a helper the Python starts in a session of its own (`setsid`, out of
+/// the worker's process group) does not outlive the run, whether the worker ends normally or
+/// its unit hangs and the watchdog ends it.
+#[test]
+fn a_helper_in_a_session_of_its_own_does_not_outlive_the_run() {
+    let Some(py) = python() else { return };
+    for (fault, limits) in [
+        ("", "init = 600\nrun = 600"),
+        ("m=32:hang@run", "run = 2\ngrace = 1"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = tmp.path().join("s.toml");
+        std::fs::write(
+            &s,
+            format!(
+                "name = \"t\"\nbackend = \"torch\"\nop = \"gemm\"\n[axes]\nm = [32, 64]\n\
+                 [limits]\n{limits}\n[timing]\nwarmup = 0\nmin_samples = 1\nmax_time = 0.02\n"
+            ),
+        )
+        .unwrap();
+        let pids = tmp.path().join("helpers");
+        let pp = site(
+            tmp.path(),
+            &format!(
+                "import subprocess\n\
+                 p = subprocess.Popen(['sleep', '600'], stdin=subprocess.DEVNULL, \
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n\
+                 open({:?}, 'a').write(str(p.pid) + '\\n')\n",
+                pids.display().to_string()
+            ),
+        );
+        let o = run(&py, &s, tmp.path(), &[("PYTHONPATH", &pp)], fault);
+        assert_eq!(o.status.code(), Some(0), "{fault}: {}", stderr(&o));
+        let started: Vec<u32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert!(!started.is_empty());
+        for pid in started {
+            assert!(!alive(pid), "{fault}: helper {pid} outlived the run");
+        }
+    }
+}

@@ -88,6 +88,7 @@ impl PhaseSink for Phases<'_> {
 /// in a group of its own), so nothing it started outlives it.
 fn orphaned() -> ! {
     crate::noteln!("worker: the supervisor is gone; ending the worker's process group");
+    crate::reaper::end_children();
     // SAFETY: getpgrp/getpid have no preconditions; the signal goes to our own group, and only
     // when this worker leads it (a worker started by hand shares its shell's job group).
     unsafe {
@@ -159,10 +160,16 @@ pub fn main(backend_name: &str) -> i32 {
             return 1;
         }
     };
+    // Helpers that leave the process group are this worker's to end (see `crate::reaper`).
+    crate::reaper::become_subreaper();
+    crate::reaper::end_children_on_sigterm();
     watch_supervisor(&out);
     let backend = match open(&out, backend_name) {
         Ok(b) => b,
-        Err(code) => return code,
+        Err(code) => {
+            crate::reaper::end_children();
+            return code;
+        }
     };
     let mut w = Worker {
         out,
@@ -171,7 +178,11 @@ pub fn main(backend_name: &str) -> i32 {
         name: backend_name.to_string(),
         cache: ReferenceCache::default(),
     };
-    w.serve()
+    let code = w.serve();
+    // The backend (the torch worker's Python) ends first, then whatever it left behind.
+    drop(w);
+    crate::reaper::end_children();
+    code
 }
 
 /// Heartbeats on a thread of their own. A worker whose supervisor is gone (killed with any

@@ -377,15 +377,30 @@ mod secret_tests {
 
     #[test]
     fn credential_names_are_told_from_paths_and_labels_keep_values_apart() {
-        for name in ["GITHUB_PAT", "DB_PASS", "MY_PASSWD", "AWS_CREDENTIALS", "HF_TOKEN"] {
+        for name in [
+            "GITHUB_PAT",
+            "DB_PASS",
+            "MY_PASSWD",
+            "AWS_CREDENTIALS",
+            "HF_TOKEN",
+        ] {
             assert!(is_secret(name), "{name}");
         }
-        for name in ["PATH", "PYTHONPATH", "LD_LIBRARY_PATH", "BYPASS_CACHE", "HSA_XNACK"] {
+        for name in [
+            "PATH",
+            "PYTHONPATH",
+            "LD_LIBRARY_PATH",
+            "BYPASS_CACHE",
+            "HSA_XNACK",
+        ] {
             assert!(!is_secret(name), "{name}");
         }
         let (a, b) = (sweep_secret_label("one"), sweep_secret_label("two"));
         assert_ne!(a, b);
-        assert!(a.starts_with("<masked:") && a.len() == "<masked:>".len() + 8, "{a}");
+        assert!(
+            a.starts_with("<masked:") && a.len() == "<masked:>".len() + 8,
+            "{a}"
+        );
         assert!(is_masked(&a) && is_masked(MASKED) && !is_masked("one"));
         assert_eq!(sweep_value_shown("MY_FLAG", "1"), "1");
     }
