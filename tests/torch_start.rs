@@ -110,6 +110,19 @@ fn alive(pid: u32) -> bool {
     })
 }
 
+/// Every helper whose pid the sitecustomize wrote to `pids` has ended (at least one started).
+fn assert_helpers_ended(pids: &Path, what: &str) {
+    let started: Vec<u32> = std::fs::read_to_string(pids)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert!(!started.is_empty());
+    for pid in started {
+        assert!(!alive(pid), "{what}: helper {pid} outlived the run");
+    }
+}
+
 /// D2: Python starts a helper that inherits its stdout, then dies of SIGSEGV: a `crash` row
 /// (the run limit is 600 s here), and the helper does not outlive the unit.
 #[test]
@@ -150,15 +163,7 @@ fn a_python_crash_is_a_crash_while_its_helper_holds_the_pipe() {
         "ok",
         "{by_m:?}"
     );
-    let started: Vec<u32> = std::fs::read_to_string(&pids)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert!(!started.is_empty());
-    for pid in started {
-        assert!(!alive(pid), "helper {pid} outlived its worker");
-    }
+    assert_helpers_ended(&pids, "");
 }
 
 /// D3: a Python that cannot start says why: its own fatal message is quoted.
@@ -233,14 +238,6 @@ fn a_helper_in_a_session_of_its_own_does_not_outlive_the_run() {
         );
         let o = run(&py, &s, tmp.path(), &[("PYTHONPATH", &pp)], fault);
         assert_eq!(o.status.code(), Some(0), "{fault}: {}", stderr(&o));
-        let started: Vec<u32> = std::fs::read_to_string(&pids)
-            .unwrap()
-            .lines()
-            .map(|l| l.parse().unwrap())
-            .collect();
-        assert!(!started.is_empty());
-        for pid in started {
-            assert!(!alive(pid), "{fault}: helper {pid} outlived the run");
-        }
+        assert_helpers_ended(&pids, fault);
     }
 }
