@@ -180,6 +180,22 @@ fn a_python_that_cannot_start_is_quoted() {
             && err.contains("No module named 'encodings'"),
         "{err}"
     );
+    // No run directory, and the worker's log is kept where the message says.
+    assert!(!tmp.path().join("run").exists());
+    let kept = err
+        .split("the workers' logs are kept in ")
+        .nth(1)
+        .map(|t| std::path::PathBuf::from(t.trim_end()))
+        .unwrap_or_else(|| panic!("{err}"));
+    let logs: Vec<String> = std::fs::read_dir(&kept)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        logs.iter().any(|l| l.contains("Fatal Python error")),
+        "{logs:?}"
+    );
+    std::fs::remove_dir_all(&kept).unwrap();
 }
 
 /// S6: a `json.py` where rocsweep was started is not what the torch worker imports.

@@ -380,10 +380,13 @@ impl Target {
             .filter(|e| (e.backend, e.rocm) == (envs[0].backend, envs[0].rocm))
             .copied()
             .collect();
-        // Nothing ran when this fails: the staging guard leaves no directory behind.
+        // Nothing ran when this fails: the staging guard leaves no directory behind, and the
+        // workers' logs are kept elsewhere, named in the message.
         let (mut slots, mut info, devices) =
-            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)?;
-        let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)?;
+            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)
+                .map_err(|e| keep_logs(&logs, e))?;
+        let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)
+            .map_err(|e| keep_logs(&logs, e))?;
         // The vendor library files the workers mapped get their soname and SHA-256 once per run
         // (the other groups' in `check_groups`).
         super::libhash::complete(&mut info.libraries);
@@ -457,6 +460,40 @@ impl Target {
         self.work_dir = s.dir.clone();
         self.lock = Some(setup::lock(&s.dir)?);
         Ok(())
+    }
+}
+
+/// A run refused before it was published leaves no run directory; the logs of the workers that
+/// tried to start are copied to a directory of their own under the temporary directory, which
+/// the message names (issue 40, D3).
+fn keep_logs(logs: &std::path::Path, e: CmdError) -> CmdError {
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(logs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
+        .collect();
+    if files.is_empty() {
+        return e;
+    }
+    let Ok(kept) = tempfile::Builder::new()
+        .prefix("rocsweep-refused-")
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+    else {
+        return e;
+    };
+    for f in &files {
+        if let Some(name) = f.file_name() {
+            let _ = std::fs::copy(f, kept.join(name));
+        }
+    }
+    let note = format!("; the workers' logs are kept in {}", kept.display());
+    match e {
+        CmdError::BadInput(m) => CmdError::BadInput(format!("{m}{note}")),
+        CmdError::Failure(m) => CmdError::Failure(format!("{m}{note}")),
+        other => other,
     }
 }
 
