@@ -9,10 +9,12 @@
 
 use super::journal::{self, State};
 use super::strategy::Measured;
+use crate::error::CmdError;
 use crate::op::OpKind;
 use crate::results::csv::{self as rcsv, CompactRow, OPTIONAL_COLUMNS};
 use crate::results::status::Status;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::path::Path;
 
 /// A run directory's results, reconciled, and what reconciling changed.
@@ -288,6 +290,82 @@ impl Resume {
         }
         Ok(())
     }
+}
+
+/// Bytes a resume may write beyond a copy of the manifest and of results.csv (the manifest's
+/// new entries, the first journal records).
+const RESUME_MARGIN: u64 = 1 << 20;
+
+/// Before a resume changes anything (the manifest's `resumed` entry, a rewritten results.csv,
+/// a worker's log): its files can be written and its filesystem has room for a new manifest
+/// and a rewritten results.csv. A failure here leaves the directory exactly as it was.
+pub fn check_resume_writable(dir: &Path) -> Result<(), CmdError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fail = |what: String| {
+        CmdError::Failure(format!(
+            "cannot resume {}: {what}; nothing was changed",
+            dir.display()
+        ))
+    };
+    // Every file is replaced through a temporary file in the directory itself.
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()))
+        .map_err(|e| fail(e.to_string()))?;
+    // SAFETY: a NUL-terminated path; access(2) only reads it.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(fail(format!("the directory cannot be written: {e}")));
+    }
+    // Nothing a resume writes goes through a link planted in the directory (issue 40, S3).
+    for name in [
+        "manifest.json",
+        "results.csv",
+        "journal.ndjson",
+        "run.lock",
+        "workers",
+        "caches",
+    ] {
+        crate::results::atomic::refuse_link(&dir.join(name)).map_err(|e| {
+            CmdError::BadInput(format!(
+                "cannot resume {}: {e}; nothing was changed",
+                dir.display()
+            ))
+        })?;
+    }
+    let mut need = RESUME_MARGIN;
+    for name in ["manifest.json", "results.csv", "journal.ndjson", "run.lock"] {
+        let path = dir.join(name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        // The journal is appended to, never copied; the others may be rewritten whole.
+        if name != "journal.ndjson" {
+            need += meta.len();
+        }
+        File::options()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| fail(format!("{name} cannot be written: {e}")))?;
+    }
+    let free = free_bytes(dir).map_err(|e| fail(format!("cannot read its free space: {e}")))?;
+    if free < need {
+        return Err(fail(format!(
+            "its filesystem has {free} bytes free and the resume needs about {need} (a new manifest, a rewritten results.csv and room for the journal)"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes free to this user on the filesystem of `dir` (statvfs).
+fn free_bytes(dir: &Path) -> std::io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: a zeroed statvfs is a valid out-parameter; `c` is a NUL-terminated path.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 #[cfg(test)]

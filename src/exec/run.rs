@@ -27,50 +27,10 @@ pub use super::events::Stop;
 pub use super::options::{DEFAULT_MAX_UNITS, RunOptions, RunReport};
 pub use crate::error::CmdError;
 
-/// Variables that make a process load or run code that the sweep names (issue 40, S1): the
-/// dynamic loader's, Python's, other interpreters' start-up hooks, the programs libraries
-/// start (a browser, an editor), and the GPU runtimes' tool libraries.
-const CODE_VAR_PREFIXES: &[&str] = &["LD_", "DYLD_", "PYTHON", "PERL5", "RUBY"];
-const CODE_VARS: &[&str] = &[
-    "BROWSER",
-    "EDITOR",
-    "VISUAL",
-    "PAGER",
-    "BASH_ENV",
-    "ENV",
-    "NODE_OPTIONS",
-    "JAVA_TOOL_OPTIONS",
-    "GCONV_PATH",
-    "OPENSSL_CONF",
-    "HSA_TOOLS_LIB",
-    "ROCP_TOOL_LIBRARIES",
-    "ROCPROFILER_LIBRARY",
-    "CUDA_INJECTION64_PATH",
-    "NVTX_INJECTION64_PATH",
-];
-
-/// Whether `name` makes a process load or run code of the value's choosing.
-pub fn loads_code(name: &str) -> bool {
-    CODE_VARS.contains(&name) || CODE_VAR_PREFIXES.iter().any(|p| name.starts_with(p))
-}
-
 /// Before the first unit: every variable the sweep sets that makes a process load or run code,
 /// so that a sweep file from someone else cannot do so unseen (a sweep file is code).
 fn warn_code_vars(combos: &[crate::spec::expand::EnvCombo]) {
-    let mut seen: Vec<String> = Vec::new();
-    for c in combos {
-        for (k, v) in &c.vars {
-            if loads_code(k) {
-                let shown = format!(
-                    "{k}={}",
-                    crate::markup::shell::quote(crate::results::manifest::shown(k, v))
-                );
-                if !seen.contains(&shown) {
-                    seen.push(shown);
-                }
-            }
-        }
-    }
+    let seen = crate::spec::code_vars::set_by(combos);
     if !seen.is_empty() {
         crate::noteln!(
             "warning: the sweep sets variables that make its workers load or run code: {}; a \
@@ -145,7 +105,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     if let Some(old) = s.old.as_ref().filter(|_| s.resuming()) {
         let extra = s.worker_spec(opts)?.extra_env;
         super::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
-        setup::check_resume_writable(&s.dir)?;
+        super::resume::check_resume_writable(&s.dir)?;
     }
     let Workers {
         mut spec,
@@ -384,9 +344,9 @@ impl Target {
         // workers' logs are kept elsewhere, named in the message.
         let (mut slots, mut info, devices) =
             super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)
-                .map_err(|e| keep_logs(&logs, e))?;
+                .map_err(|e| super::slots::keep_logs(&logs, e))?;
         let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)
-            .map_err(|e| keep_logs(&logs, e))?;
+            .map_err(|e| super::slots::keep_logs(&logs, e))?;
         // The vendor library files the workers mapped get their soname and SHA-256 once per run
         // (the other groups' in `check_groups`).
         super::libhash::complete(&mut info.libraries);
@@ -460,40 +420,6 @@ impl Target {
         self.work_dir = s.dir.clone();
         self.lock = Some(setup::lock(&s.dir)?);
         Ok(())
-    }
-}
-
-/// A run refused before it was published leaves no run directory; the logs of the workers that
-/// tried to start are copied to a directory of their own under the temporary directory, which
-/// the message names (issue 40, D3).
-fn keep_logs(logs: &std::path::Path, e: CmdError) -> CmdError {
-    let files: Vec<std::path::PathBuf> = std::fs::read_dir(logs)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|f| f.path())
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
-        .collect();
-    if files.is_empty() {
-        return e;
-    }
-    let Ok(kept) = tempfile::Builder::new()
-        .prefix("rocsweep-refused-")
-        .tempdir()
-        .map(tempfile::TempDir::keep)
-    else {
-        return e;
-    };
-    for f in &files {
-        if let Some(name) = f.file_name() {
-            let _ = std::fs::copy(f, kept.join(name));
-        }
-    }
-    let note = format!("; the workers' logs are kept in {}", kept.display());
-    match e {
-        CmdError::BadInput(m) => CmdError::BadInput(format!("{m}{note}")),
-        CmdError::Failure(m) => CmdError::Failure(format!("{m}{note}")),
-        other => other,
     }
 }
 

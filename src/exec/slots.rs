@@ -237,3 +237,37 @@ fn did_not_start(sup: &Supervisor, backend: &str, what: &str, why: String) -> Cm
         ))
     }
 }
+
+/// A run refused before it was published leaves no run directory; the logs of the workers that
+/// tried to start are copied to a directory of their own under the temporary directory, which
+/// the message names (issue 40, D3).
+pub fn keep_logs(logs: &std::path::Path, e: CmdError) -> CmdError {
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(logs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|f| f.path())
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
+        .collect();
+    if files.is_empty() {
+        return e;
+    }
+    let Ok(kept) = tempfile::Builder::new()
+        .prefix("rocsweep-refused-")
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+    else {
+        return e;
+    };
+    for f in &files {
+        if let Some(name) = f.file_name() {
+            let _ = std::fs::copy(f, kept.join(name));
+        }
+    }
+    let note = format!("; the workers' logs are kept in {}", kept.display());
+    match e {
+        CmdError::BadInput(m) => CmdError::BadInput(format!("{m}{note}")),
+        CmdError::Failure(m) => CmdError::Failure(format!("{m}{note}")),
+        other => other,
+    }
+}

@@ -6,6 +6,7 @@
 
 pub mod axis;
 pub mod cases;
+pub mod code_vars;
 pub mod error;
 pub mod expand;
 pub mod filter;
