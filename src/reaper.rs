@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-/// How long `end_children` keeps looking for children that are still being reparented to the
-/// worker (a helper whose parent is dying at the same moment).
+/// How long `end_children(true)` keeps looking for children that are still being reparented
+/// to the worker (a helper whose parent is dying at the same moment).
 const SETTLE: Duration = Duration::from_millis(100);
 
 /// Makes this process the reaper of its orphaned descendants; false where the kernel cannot.
@@ -38,10 +38,13 @@ fn parent_of(pid: i32) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// SIGKILL to every child, reaped, until none has appeared for a moment (a helper is
-/// reparented here only once its own parent has died).
-pub fn end_children() {
+/// SIGKILL to every child, reaped, until none is left; with `settle`, until none has appeared
+/// for a moment (a helper is reparented here only once its own parent has died, which may be
+/// happening now). Without it, one look: for when every parent this process knows is reaped
+/// already, so their orphans are here (a worker's normal end costs no wait).
+pub fn end_children(settle: bool) {
     let start = Instant::now();
+    let settle = if settle { SETTLE } else { Duration::ZERO };
     loop {
         let kids = children();
         for &pid in &kids {
@@ -50,7 +53,7 @@ pub fn end_children() {
         }
         // SAFETY: reaping our own children, never blocking.
         while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
-        if kids.is_empty() && start.elapsed() >= SETTLE {
+        if kids.is_empty() && start.elapsed() >= settle {
             return;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -64,7 +67,7 @@ pub fn end_children_on_sigterm() {
     };
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
-            end_children();
+            end_children(true);
             let _ = signal_hook::low_level::emulate_default_handler(libc::SIGTERM);
             std::process::exit(128 + libc::SIGTERM);
         }

@@ -88,7 +88,7 @@ impl PhaseSink for Phases<'_> {
 /// in a group of its own), so nothing it started outlives it.
 fn orphaned() -> ! {
     crate::noteln!("worker: the supervisor is gone; ending the worker's process group");
-    crate::reaper::end_children();
+    crate::reaper::end_children(true);
     // SAFETY: getpgrp/getpid have no preconditions; the signal goes to our own group, and only
     // when this worker leads it (a worker started by hand shares its shell's job group).
     unsafe {
@@ -167,7 +167,7 @@ pub fn main(backend_name: &str) -> i32 {
     let backend = match open(&out, backend_name) {
         Ok(b) => b,
         Err(code) => {
-            crate::reaper::end_children();
+            crate::reaper::end_children(false);
             return code;
         }
     };
@@ -181,7 +181,7 @@ pub fn main(backend_name: &str) -> i32 {
     let code = w.serve();
     // The backend (the torch worker's Python) ends first, then whatever it left behind.
     drop(w);
-    crate::reaper::end_children();
+    crate::reaper::end_children(false);
     code
 }
 

@@ -316,7 +316,7 @@ impl Conn {
         let status = self.child.wait();
         crate::noteln!("worker: the torch worker (Python) ended: {status:?}");
         // What it started and left behind (a helper in a session of its own) ends with it.
-        crate::reaper::end_children();
+        crate::reaper::end_children(false);
         let status = status.ok();
         if let Some(sig) = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)) {
             // SAFETY: signal(2) and raise(2) on our own process, with the default action, so
