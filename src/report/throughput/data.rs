@@ -109,15 +109,26 @@ fn gather<'a>(
     family_ids: &mut Vec<Vec<String>>,
 ) -> Gathered<'a> {
     let multi_env = f.envs.len() > 1;
-    let mut key_ids: Vec<(&str, &str)> = Vec::new();
+    // Indexes by hash: a run of 10^5 shapes has as many families, and a scan per row made
+    // this quadratic (issue 40, Scale).
+    let mut key_ids: Index<(&str, &str)> = Index::default();
     let mut keys: Vec<String> = Vec::new();
-    let mut panel_ids: Vec<Vec<&str>> = Vec::new();
+    let mut panel_ids: Index<Vec<&str>> = Index::default();
     let mut panels: Vec<Panel> = Vec::new();
     let mut best: Option<(usize, f64, f64, &Row)> = None;
+    let mut fam_ids: Index<Vec<String>> = Index::default();
+    for id in family_ids.iter() {
+        fam_ids.of(id.clone());
+    }
+    // Per panel: (series key, family) -> the series' position.
+    let mut series_at: Vec<std::collections::HashMap<(usize, usize), usize>> = Vec::new();
     for r in f.rows() {
         let Some(pt) = point(f, r) else { continue };
-        let k = index_of(&mut key_ids, (r.solver.as_str(), r.env.as_str()));
-        let fam = index_of(family_ids, family_of(family, r));
+        let k = key_ids.of((r.solver.as_str(), r.env.as_str()));
+        let fam = fam_ids.of(family_of(family, r));
+        if fam == family_ids.len() {
+            family_ids.push(family_of(family, r));
+        }
         if k == keys.len() {
             let mut label = r.solver.clone();
             if multi_env {
@@ -129,8 +140,9 @@ fn gather<'a>(
             .iter()
             .map(|p| r.param(p).unwrap_or(""))
             .collect();
-        let p = index_of(&mut panel_ids, cats.clone());
+        let p = panel_ids.of(cats.clone());
         if p == panels.len() {
+            series_at.push(std::collections::HashMap::new());
             let title: Vec<String> = categorical
                 .iter()
                 .zip(&cats)
@@ -142,18 +154,15 @@ fn gather<'a>(
             });
         }
         let series = &mut panels[p].series;
-        let s = match series.iter().position(|s| s.key == k && s.family == fam) {
-            Some(s) => s,
-            None => {
-                series.push(Series {
-                    key: k,
-                    family: fam,
-                    points: Vec::new(),
-                    line: Vec::new(),
-                });
-                series.len() - 1
-            }
-        };
+        let s = *series_at[p].entry((k, fam)).or_insert_with(|| {
+            series.push(Series {
+                key: k,
+                family: fam,
+                points: Vec::new(),
+                line: Vec::new(),
+            });
+            series.len() - 1
+        });
         series[s].points.push(pt);
         if best.is_none_or(|b| pt.1 > b.2) {
             best = Some((p, pt.0, pt.1, r));
@@ -243,12 +252,23 @@ fn point(f: &Facts, r: &Row) -> Option<(f64, f64)> {
     (x.is_finite() && y.is_finite() && x > 0.0 && y > 0.0).then_some((x, y))
 }
 
-fn index_of<T: PartialEq>(v: &mut Vec<T>, item: T) -> usize {
-    match v.iter().position(|x| *x == item) {
-        Some(i) => i,
-        None => {
-            v.push(item);
-            v.len() - 1
+/// Items numbered in the order they are first met.
+struct Index<T> {
+    at: std::collections::HashMap<T, usize>,
+}
+
+impl<T> Default for Index<T> {
+    fn default() -> Self {
+        Index {
+            at: std::collections::HashMap::new(),
         }
+    }
+}
+
+impl<T: std::hash::Hash + Eq> Index<T> {
+    /// The item's number, a new one (the count so far) when it is new.
+    fn of(&mut self, item: T) -> usize {
+        let n = self.at.len();
+        *self.at.entry(item).or_insert(n)
     }
 }
