@@ -406,18 +406,13 @@ fn trees_of(
         1 => return Ok(Vec::new()),
         _ => (&opts.rocm, "--rocm"),
     };
-    let mut out: Vec<RocmTree> = Vec::new();
-    let mut real: Vec<PathBuf> = Vec::new();
+    // Each tree with its real path: a tree named twice would run every unit twice under one
+    // label (issue 40, D4).
+    let mut out: Vec<(RocmTree, PathBuf)> = Vec::new();
     for label in labels {
         let t = resolve_tree(label, source)?;
         let here = std::fs::canonicalize(&t.path).unwrap_or_else(|_| PathBuf::from(&t.path));
-        // A tree named twice would run every unit twice under one label (issue 40, D4).
-        let same = out
-            .iter()
-            .zip(&real)
-            .find(|(o, r)| o.label == t.label || **r == here)
-            .map(|(o, _)| o);
-        if let Some(first) = same {
+        if let Some((first, _)) = out.iter().find(|(o, r)| o.label == t.label || *r == here) {
             let how = if first.label == t.label {
                 format!("`{label}` is named twice")
             } else {
@@ -430,10 +425,9 @@ fn trees_of(
                 "{source}: {how}; each ROCm tree may be named once"
             )));
         }
-        out.push(t);
-        real.push(here);
+        out.push((t, here));
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(t, _)| t).collect())
 }
 
 /// One tree as the sweep or `--rocm` names it: `~/` is the home directory, then it is found as

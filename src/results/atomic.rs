@@ -54,7 +54,7 @@ pub fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::options()
         .create(true)
         .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP) => linked(path),
@@ -103,7 +103,7 @@ pub fn write_via<E: From<std::io::Error>>(
         ))
         .into());
     }
-    std::fs::File::open(tmp.path())?.sync_all()?;
+    tmp.as_file().sync_all()?;
     refuse_link(path)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())

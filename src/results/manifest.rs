@@ -248,7 +248,7 @@ const SECRET_PARTS: &[&str] = &[
 ];
 /// Words of a name (between `_` and other separators) that mark a credential, as whole words
 /// only: `GITHUB_PAT`, `DB_PASS`, but not `PATH` or `BYPASS`.
-const SECRET_WORDS: &[&str] = &["PAT", "PASS", "PASSPHRASE", "PWD_HASH"];
+const SECRET_WORDS: &[&str] = &["PAT", "PASS", "PASSPHRASE"];
 /// What a credential's value is replaced with.
 pub const MASKED: &str = "<masked>";
 

@@ -175,7 +175,7 @@ pub fn resolve_flag(value: &Path) -> Result<PathBuf, String> {
     }
     // A Python interpreter names its environment (a pyenv shim: the version it selects), and
     // the message lists that environment's places, not the interpreter's path with /lib.
-    if tree::interpreter_env(&path).is_some() {
+    if let Some(own) = tree::interpreter_env(&path) {
         let Some(env) = python_env(&path, &Places::from_env()) else {
             return Err(format!(
                 "--rocm {}: a Python interpreter whose environment cannot be told (a pyenv shim \
@@ -192,11 +192,7 @@ pub fn resolve_flag(value: &Path) -> Result<PathBuf, String> {
             ));
         }
         // A pyenv shim's own directory is not its environment: the environment is named.
-        return Ok(if tree::interpreter_env(&path) == Some(env.clone()) {
-            path
-        } else {
-            env
-        });
+        return Ok(if own == env { path } else { env });
     }
     if tree::trees_at(&path).is_empty() {
         return Err(format!(

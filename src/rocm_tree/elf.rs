@@ -1,5 +1,5 @@
 //! Whether a shared library file can be mapped whole: its ELF header and program headers are
-//! read (a few KiB, never the whole file: rocBLAS's is hundreds of MB) and every loadable
+//! read (those bytes alone, wherever they lie: rocBLAS's file is hundreds of MB) and every loadable
 //! segment must lie inside the file. A file cut short by a partial download or copy would be
 //! mapped past its end, and the first touch of the missing pages kills the process with SIGBUS
 //! naming no file (issue 40, D5); an empty or non-ELF file gets the loader's terse refusal.
@@ -9,13 +9,10 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use std::io::Read;
 use std::path::Path;
 
-/// The most of a file's head read for its headers.
-const HEAD_BYTES: u64 = 1 << 20;
-
 /// Ok when `path` is a 64-bit ELF file whose loadable segments all lie inside it; else what is
 /// wrong with it, in words.
 pub fn check_loadable(path: &Path) -> Result<(), String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut f = std::fs::File::open(path).map_err(|e| format!("cannot read it: {e}"))?;
     let len = f
         .metadata()
         .map_err(|e| format!("cannot read it: {e}"))?
@@ -24,7 +21,8 @@ pub fn check_loadable(path: &Path) -> Result<(), String> {
         return Err("the file is empty (0 bytes); reinstall it".into());
     }
     let mut head = Vec::new();
-    f.take(HEAD_BYTES)
+    (&mut f)
+        .take(8)
         .read_to_end(&mut head)
         .map_err(|e| format!("cannot read it: {e}"))?;
     if !head.starts_with(b"\x7fELF") {
@@ -38,12 +36,14 @@ pub fn check_loadable(path: &Path) -> Result<(), String> {
             "it is not a shared library (not an ELF file: it starts with {start}); reinstall it"
         ));
     }
-    let header = object::elf::FileHeader64::<object::Endianness>::parse(head.as_slice())
+    // Reads only the ranges the parser asks for.
+    let data = object::ReadCache::new(f);
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&data)
         .map_err(|e| format!("its ELF header is unreadable ({e}); reinstall it"))?;
     let endian = header
         .endian()
         .map_err(|e| format!("its ELF header is unreadable ({e}); reinstall it"))?;
-    let phdrs = header.program_headers(endian, head.as_slice()).map_err(|e| {
+    let phdrs = header.program_headers(endian, &data).map_err(|e| {
         format!("its program headers are unreadable ({e}): the file is cut short or damaged; reinstall it")
     })?;
     for ph in phdrs {

@@ -32,6 +32,10 @@ pub fn opened() -> Vec<PathBuf> {
     opened_list().lock().map(|v| v.clone()).unwrap_or_default()
 }
 
+/// Marks a library's load error as a file the loader cannot take (cut short, not a library, or
+/// refused): `need` gives such rows `LIBRARY_UNLOADABLE`.
+pub const UNLOADABLE: &str = " cannot be loaded: ";
+
 /// Opens the first of `names` present in the chosen tree, by absolute path: never through the
 /// dynamic loader's own search, which could take it from another tree. The error says which
 /// tree was searched for which names.
@@ -48,7 +52,7 @@ pub fn open(names: &[&str]) -> Result<Loaded, String> {
     // A truncated file would be mapped past its end and kill the process with SIGBUS at the
     // first touch, naming nothing (issue 40, D5): its segments are checked first.
     crate::rocm_tree::elf::check_loadable(&path)
-        .map_err(|why| format!("{} cannot be loaded: {why}", path.display()))?;
+        .map_err(|why| format!("{}{UNLOADABLE}{why}", path.display()))?;
     // SAFETY: loading a ROCm library runs its initialisers; these are the vendor's (or the
     // test fake's) libraries, loaded deliberately. A worker process is expendable if one
     // misbehaves.
@@ -62,11 +66,7 @@ pub fn open(names: &[&str]) -> Result<Loaded, String> {
                 path: path.display().to_string(),
             })
         }
-        Err(e) => Err(format!(
-            "{} cannot be loaded: {}",
-            path.display(),
-            dl_reason(&e)
-        )),
+        Err(e) => Err(format!("{}{UNLOADABLE}{}", path.display(), dl_reason(&e))),
     }
 }
 

@@ -95,7 +95,7 @@ fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
         let missing = why.contains(crate::rocm_tree::kernels::MISSING);
         let code = if missing {
             "KERNELS_MISSING"
-        } else if why.contains(" cannot be loaded: ") {
+        } else if why.contains(loader::UNLOADABLE) {
             "LIBRARY_UNLOADABLE"
         } else {
             "LIBRARY_NOT_FOUND"

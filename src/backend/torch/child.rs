@@ -166,19 +166,11 @@ impl Conn {
     /// (it may be waiting for a request on the stdin this process holds), then reaped.
     fn no_hello(&mut self, python: &std::path::Path, why: &ReadErr) -> String {
         // Its output ended: it is ending (give it a second to); else it is ended now.
-        let wait = if matches!(why, ReadErr::Ended) {
-            100
-        } else {
-            0
+        let wait = match why {
+            ReadErr::Ended => std::time::Duration::from_secs(1),
+            _ => std::time::Duration::ZERO,
         };
-        let mut ended_itself = false;
-        for i in 0..=wait {
-            ended_itself = matches!(self.child.try_wait(), Ok(Some(_)));
-            if ended_itself || i == wait {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let ended_itself = self.exits_within(wait);
         if !ended_itself {
             let _ = self.child.kill();
         }
@@ -194,6 +186,28 @@ impl Conn {
             format!("; its stderr ends: {tail}")
         };
         format!("{} gave no hello: {why}{status}{stderr}", python.display())
+    }
+
+    /// Whether the Python process ends within `wait` (seen on its pidfd, else asked every 10 ms).
+    fn exits_within(&mut self, wait: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + wait;
+        loop {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            match &self.pidfd {
+                // No pipe (-1 is ignored by poll): the pidfd alone.
+                Some(_) => {
+                    let ms = left.as_millis().min(i32::MAX as u128) as i32;
+                    let _ = crate::pipewatch::poll(-1, self.pidfd.as_ref(), ms);
+                }
+                None => std::thread::sleep(left.min(std::time::Duration::from_millis(10))),
+            }
+        }
     }
 
     /// Waits until a read of the pipe will not block; Err when the Python process ended with
