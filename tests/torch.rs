@@ -472,11 +472,8 @@ fn a_python_without_torch_or_no_python_is_said_plainly() {
 fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_right() {
     use rocsweep::analyze::torch_script::torch_script;
     let Some(py) = python() else { return };
-    let p = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
+    use rocsweep::results::rundata::Params;
+    let p = |kv: &[(&str, &str)]| Params::from_pairs(kv.iter().copied());
     let conv = |dir: &str, layout: &str| {
         p(&[
             ("direction", dir),
@@ -506,7 +503,6 @@ fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_ri
             ("compute", "f32"),
         ])
     };
-    type Params = Vec<(String, String)>;
     let cases: Vec<(&str, Params, &str)> = vec![
         ("gemm", gemm("true", "false", "3"), "torch-matmul"),
         ("gemm", gemm("false", "true", "1"), "torch-linear"),

@@ -372,11 +372,11 @@ pub fn boundaries<'a>(
             .iter()
             .map(|g| Axes::group_value(r, g))
             .collect();
-        let key = (r.env.clone(), r.solver.clone(), group.clone());
+        let key = (r.env.to_string(), r.solver.to_string(), group.clone());
         let i = *index.entry(key).or_insert_with(|| {
             lines.push(Boundary {
-                env: r.env.clone(),
-                solver: r.solver.clone(),
+                env: r.env.to_string(),
+                solver: r.solver.to_string(),
                 group,
                 points: Vec::new(),
             });
@@ -386,7 +386,7 @@ pub fn boundaries<'a>(
             value,
             text: r.param(along).unwrap_or("").to_string(),
             status: r.status,
-            phase: r.phase.clone(),
+            phase: r.phase.to_string(),
         });
     }
     for l in &mut lines {

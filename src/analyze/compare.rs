@@ -5,8 +5,9 @@
 use super::noise;
 use crate::error::CmdError;
 use crate::exit;
-use crate::results::rundata::{Row, RunData};
+use crate::results::rundata::{Row, RunData, Text};
 use crate::results::status::Status;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,19 +20,19 @@ pub use super::noise::{RULE as VERDICT_RULE, Timing, Verdict};
 #[derive(Clone, Debug)]
 pub struct Outcome {
     pub status: Status,
-    pub phase: String,
-    pub error: String,
+    pub phase: Text,
+    pub error: Text,
     pub timing: Option<Timing>,
 }
 
 /// One unit_id, in either or both runs.
 #[derive(Clone, Debug)]
 pub struct UnitCmp {
-    pub unit_id: String,
-    pub op: String,
+    pub unit_id: Text,
+    pub op: Text,
     pub params: String,
-    pub solver: String,
-    pub env: String,
+    pub solver: Text,
+    pub env: Text,
     pub a: Option<Outcome>,
     pub b: Option<Outcome>,
     /// Timed in both runs: B over A and its verdict.
@@ -171,52 +172,133 @@ fn outcome(row: &Row) -> Outcome {
 }
 
 pub fn compare(a: &RunData, b: &RunData) -> Comparison {
-    let (floor_a, floor_b) = (noise::floor(&a.rows), noise::floor(&b.rows));
-    let floor = floor_a.unwrap_or(0.0).max(floor_b.unwrap_or(0.0));
-    let in_b: HashMap<&str, &Row> = b.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
-    let in_a: HashMap<&str, &Row> = a.rows.iter().map(|r| (r.unit_id.as_str(), r)).collect();
-    let mut units = Vec::with_capacity(a.rows.len());
+    fn rows(run: &RunData) -> impl Iterator<Item = Result<Row, std::convert::Infallible>> + '_ {
+        run.rows.iter().cloned().map(Ok)
+    }
+    match compare_rows((a, rows(a)), (b, rows(b))) {
+        Ok(c) => c,
+        Err(never) => match never {},
+    }
+}
+
+/// The comparison of two runs whose rows come one at a time (`RunData::open`): only the units'
+/// outcomes are kept, not the rows, so two runs of 10^6 units compare in a few hundred MB.
+pub fn compare_rows<E>(
+    (a, rows_a): (&RunData, impl Iterator<Item = Result<Row, E>>),
+    (b, rows_b): (&RunData, impl Iterator<Item = Result<Row, E>>),
+) -> Result<Comparison, E> {
     let weights = crate::results::weights::of(b).or_else(|| crate::results::weights::of(a));
-    let unit = |row: &Row, ra: Option<&Row>, rb: Option<&Row>| {
-        let (oa, ob) = (ra.map(outcome), rb.map(outcome));
-        let ratio = match (
-            oa.as_ref().and_then(|o| o.timing),
-            ob.as_ref().and_then(|o| o.timing),
-        ) {
-            (Some(ta), Some(tb)) => Some(noise::verdict(ta, tb, floor)),
-            _ => None,
-        };
+    let mut g = Gather {
+        weights: weights.as_ref(),
+        ..Gather::default()
+    };
+    for row in rows_a {
+        g.add_a(row?);
+    }
+    for row in rows_b {
+        g.add_b(row?);
+    }
+    let floors = (noise::median(g.spreads.0), noise::median(g.spreads.1));
+    let floor = floors.0.unwrap_or(0.0).max(floors.1.unwrap_or(0.0));
+    let mut units = g.units;
+    units.append(&mut g.only_b);
+    for u in &mut units {
+        let timings = (
+            u.a.as_ref().and_then(|o| o.timing),
+            u.b.as_ref().and_then(|o| o.timing),
+        );
+        if let (Some(ta), Some(tb)) = timings {
+            u.ratio = Some(noise::verdict(ta, tb, floor));
+        }
+    }
+    let info = |run: &RunData, units: usize| RunInfo {
+        units,
+        ..RunInfo::of(run)
+    };
+    Ok(Comparison {
+        a: info(a, g.rows.0),
+        b: info(b, g.rows.1),
+        sweep_mismatch: check_same_sweep(a, b).err(),
+        units,
+        floors,
+        weighted: weights.is_some(),
+        libraries: super::compare_libs::section(a, b),
+    })
+}
+
+/// The units of a comparison as the rows come: A's in order, then B's matched into them or
+/// kept apart when A has no such unit.
+#[derive(Default)]
+struct Gather<'w> {
+    weights: Option<&'w HashMap<String, crate::spec::Weight>>,
+    units: Vec<UnitCmp>,
+    only_b: Vec<UnitCmp>,
+    /// Where each unit id of A is in `units`, and every place of an id A has more than once.
+    index: HashMap<Text, u32>,
+    again: HashMap<Text, Vec<u32>>,
+    /// The trial spreads of each side's timed units, for its noise floor.
+    spreads: (Vec<f64>, Vec<f64>),
+    rows: (usize, usize),
+}
+
+impl Gather<'_> {
+    fn unit(&self, row: &Row, a: Option<Outcome>, b: Option<Outcome>) -> UnitCmp {
         UnitCmp {
             unit_id: row.unit_id.clone(),
             op: row.op.clone(),
             params: row.params_text(),
             solver: row.solver.clone(),
             env: row.env.clone(),
-            a: oa,
-            b: ob,
-            ratio,
-            weight: weights
-                .as_ref()
-                .and_then(|w| w.get(&row.case_id))
+            a,
+            b,
+            ratio: None,
+            weight: self
+                .weights
+                .and_then(|w| w.get(row.case_id.as_str()))
                 .map_or(1.0, |w| w.calls),
         }
-    };
-    for ra in &a.rows {
-        units.push(unit(ra, Some(ra), in_b.get(ra.unit_id.as_str()).copied()));
     }
-    for rb in &b.rows {
-        if !in_a.contains_key(rb.unit_id.as_str()) {
-            units.push(unit(rb, None, Some(rb)));
+
+    fn add_a(&mut self, row: Row) {
+        self.rows.0 += 1;
+        let o = outcome(&row);
+        self.spreads.0.extend(o.timing.and_then(|t| t.spread));
+        let u = self.unit(&row, Some(o), None);
+        let at = u32::try_from(self.units.len()).unwrap_or(u32::MAX);
+        match self.index.entry(row.unit_id) {
+            Entry::Vacant(e) => {
+                e.insert(at);
+            }
+            Entry::Occupied(e) => {
+                let first = *e.get();
+                let places = self.again.entry(e.key().clone()).or_insert(vec![first]);
+                places.push(at);
+            }
         }
+        self.units.push(u);
     }
-    Comparison {
-        a: RunInfo::of(a),
-        b: RunInfo::of(b),
-        sweep_mismatch: check_same_sweep(a, b).err(),
-        units,
-        floors: (floor_a, floor_b),
-        weighted: weights.is_some(),
-        libraries: super::compare_libs::section(a, b),
+
+    /// B's row of a unit: into A's units of that id (the last such row, when B has it twice),
+    /// else apart.
+    fn add_b(&mut self, row: Row) {
+        self.rows.1 += 1;
+        let o = outcome(&row);
+        self.spreads.1.extend(o.timing.and_then(|t| t.spread));
+        let id = row.unit_id.as_str();
+        let places = match (self.again.get(id), self.index.get(id)) {
+            (Some(all), _) => all.clone(),
+            (None, Some(&first)) => vec![first],
+            (None, None) => {
+                let u = self.unit(&row, None, Some(o));
+                self.only_b.push(u);
+                return;
+            }
+        };
+        for i in places {
+            if let Some(u) = self.units.get_mut(i as usize) {
+                u.b = Some(o.clone());
+            }
+        }
     }
 }
 
@@ -276,7 +358,7 @@ impl Comparison {
     pub fn by_op_solver(&self) -> BTreeMap<(String, String), Tally> {
         let mut m: BTreeMap<(String, String), Tally> = BTreeMap::new();
         for u in &self.units {
-            m.entry((u.op.clone(), u.solver.clone()))
+            m.entry((u.op.to_string(), u.solver.to_string()))
                 .or_default()
                 .add(u);
         }
@@ -378,8 +460,8 @@ pub fn command(
         super::compare_tree::Side::parse(run_a),
         super::compare_tree::Side::parse(run_b),
     );
-    let a = side_a.load()?;
-    let b = side_b.load()?;
+    let (a, rows_a) = side_a.open()?;
+    let (b, rows_b) = side_b.open()?;
     if let Err(why) = check_same_sweep(&a, &b)
         && !force
     {
@@ -387,7 +469,7 @@ pub fn command(
             "{why}; pass --force to compare them anyway (units are matched by id)"
         )));
     }
-    let mut c = compare(&a, &b);
+    let mut c = compare_rows((&a, rows_a), (&b, rows_b))?;
     c.a.label = side_a.label();
     c.b.label = side_b.label();
     let dir = out.map_or_else(

@@ -94,7 +94,7 @@ fn unit_cell(u: &UnitCmp) -> Cell {
         format!(" [{}]", u.env)
     };
     Cell::Spans(vec![
-        Span::Code(u.unit_id.clone()),
+        Span::Code(u.unit_id.to_string()),
         Span::Text(format!(" {} solver={}{env}", u.params, u.solver)),
     ])
 }
@@ -184,16 +184,18 @@ fn transitions(s: &mut String, c: &Comparison) {
     .rest_in("compare.csv");
     for u in &changed {
         let err = u.b.as_ref().map(|o| o.error.as_str()).unwrap_or("");
-        t.push(vec![
-            unit_cell(u),
-            Cell::Text(status_text(&u.a)),
-            Cell::Text(status_text(&u.b)),
-            if err.is_empty() {
-                Cell::text("-")
-            } else {
-                Cell::Error(err.to_string())
-            },
-        ]);
+        t.push_up_to(MD_ROWS, || {
+            vec![
+                unit_cell(u),
+                Cell::Text(status_text(&u.a)),
+                Cell::Text(status_text(&u.b)),
+                if err.is_empty() {
+                    Cell::text("-")
+                } else {
+                    Cell::Error(err.to_string())
+                },
+            ]
+        });
     }
     s.push('\n');
     s.push_str(&table(&t, MD_ROWS));
@@ -260,15 +262,17 @@ fn ratios(c: &Comparison) -> Table {
         let ta = u.a.as_ref().and_then(|o| o.timing);
         let tb = u.b.as_ref().and_then(|o| o.timing);
         let (r, v) = u.ratio.unwrap_or((f64::NAN, Verdict::Ambiguous));
-        t.push(vec![
-            unit_cell(u),
-            Cell::Num(ms(ta)),
-            Cell::Num(ms(tb)),
-            Cell::Num(spread(ta)),
-            Cell::Num(spread(tb)),
-            Cell::Num(format!("{r:.3}")),
-            Cell::text(v.name()),
-        ]);
+        t.push_up_to(MD_ROWS, || {
+            vec![
+                unit_cell(u),
+                Cell::Num(ms(ta)),
+                Cell::Num(ms(tb)),
+                Cell::Num(spread(ta)),
+                Cell::Num(spread(tb)),
+                Cell::Num(format!("{r:.3}")),
+                Cell::text(v.name()),
+            ]
+        });
     }
     t
 }

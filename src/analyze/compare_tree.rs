@@ -5,7 +5,7 @@
 //! without the tree, so the same case, solver and env combination meet across the two sides.
 
 use crate::error::CmdError;
-use crate::results::rundata::RunData;
+use crate::results::rundata::{Row, RunData};
 use std::path::{Path, PathBuf};
 
 /// A side of `compare` as the command line gives it: a run directory, or a run directory and
@@ -39,11 +39,28 @@ impl Side {
 
     /// The run, or the units of its tree renamed as described above.
     pub fn load(&self) -> Result<RunData, CmdError> {
-        let run = RunData::load(&self.dir)?;
-        match &self.tree {
-            None => Ok(run),
-            Some(label) => select(run, label),
+        let (mut run, rows) = self.open()?;
+        for row in rows {
+            run.rows.push(row?);
         }
+        Ok(run)
+    }
+
+    /// The run's manifest (of its tree alone) and its rows one at a time, those of other trees
+    /// left out and the tree's renamed as described above.
+    pub fn open(
+        &self,
+    ) -> Result<(RunData, impl Iterator<Item = Result<Row, CmdError>> + use<>), CmdError> {
+        let (mut run, rows) = RunData::open(&self.dir)?;
+        if let Some(label) = &self.tree {
+            select(&mut run, label)?;
+        }
+        let tree = self.tree.clone();
+        let rows = rows.filter_map(move |row| match (row, &tree) {
+            (Ok(r), Some(label)) => select_row(r, label).map(Ok),
+            (row, _) => Some(row),
+        });
+        Ok((run, rows))
     }
 
     /// What names this side in compare's header: the run directory's name, with `@LABEL`.
@@ -78,9 +95,9 @@ impl Side {
     }
 }
 
-/// The units of tree `label` of a run over several trees, each under the id and env it would
-/// have without the tree.
-fn select(mut run: RunData, label: &str) -> Result<RunData, CmdError> {
+/// The manifest of tree `label` of a run over several trees (its rows go through
+/// [`select_row`]).
+fn select(run: &mut RunData, label: &str) -> Result<(), CmdError> {
     let dir = run.dir.display().to_string();
     if !crate::spec::expand::several_trees(&run.manifest.env_combos) {
         return Err(CmdError::BadInput(format!(
@@ -104,11 +121,6 @@ fn select(mut run: RunData, label: &str) -> Result<RunData, CmdError> {
             labels.join(", ")
         )));
     }
-    run.rows.retain(|r| r.rocm == label);
-    for r in &mut run.rows {
-        r.env = without_tree(&r.env, label);
-        r.unit_id = crate::op::unit_id(&r.case_id, &r.solver, &r.env);
-    }
     run.manifest
         .env_combos
         .retain(|c| c.rocm.as_ref().is_some_and(|t| t.label == label));
@@ -117,7 +129,18 @@ fn select(mut run: RunData, label: &str) -> Result<RunData, CmdError> {
     }
     // The tree's own library files (compare_libs), not the other trees'.
     run.manifest.rocm_trees.retain(|t| t.rocm == label);
-    Ok(run)
+    Ok(())
+}
+
+/// A row of tree `label` under the id and env it would have without the tree; None for another
+/// tree's row.
+fn select_row(mut r: Row, label: &str) -> Option<Row> {
+    if r.rocm != label {
+        return None;
+    }
+    r.env = without_tree(&r.env, label).into();
+    r.unit_id = crate::op::unit_id(&r.case_id, &r.solver, &r.env).into();
+    Some(r)
 }
 
 /// A context key (`backend=..;rocm=LABEL;ENV`) without its `rocm=LABEL` part.

@@ -228,7 +228,7 @@ fn var_effect(
     // value -> context (case, solver, the other variables) -> row
     let mut by_value: Vec<(String, HashMap<String, &Row>)> = Vec::new();
     for r in rows {
-        let Some(vars) = vars_of.get(&r.env) else {
+        let Some(vars) = vars_of.get(r.env.as_str()) else {
             continue;
         };
         let Some((_, value)) = vars.iter().find(|(n, _)| n == name) else {
@@ -318,11 +318,11 @@ fn pair_effect(a: &Side, b: &Side, floor: f64) -> PairEffect {
             match v {
                 Verdict::Faster => {
                     e.faster += 1;
-                    e.faster_units.push(ra.unit_id.clone());
+                    e.faster_units.push(ra.unit_id.to_string());
                 }
                 Verdict::Slower => {
                     e.slower += 1;
-                    e.slower_units.push(ra.unit_id.clone());
+                    e.slower_units.push(ra.unit_id.to_string());
                 }
                 _ => {}
             }

@@ -102,11 +102,16 @@ pub fn spread(values: &[f64]) -> Option<f64> {
 
 /// A run's noise floor: the median spread over its ok units with two or more trials.
 pub fn floor<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Option<f64> {
-    let mut v: Vec<f64> = rows
-        .into_iter()
-        .filter_map(Timing::of)
-        .filter_map(|t| t.spread)
-        .collect();
+    median(
+        rows.into_iter()
+            .filter_map(Timing::of)
+            .filter_map(|t| t.spread)
+            .collect(),
+    )
+}
+
+/// The median of the trial spreads of a run's timed units: its noise floor ([`floor`]).
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }

@@ -10,7 +10,7 @@ use super::boundary::{self, Axes, Boundary};
 use super::effect::{self, Speed, VarEffect};
 use super::recommend_rules::{Feature, features, learn};
 use crate::error::CmdError;
-use crate::results::rundata::{Row, RunData};
+use crate::results::rundata::{Row, RunData, Text};
 use crate::results::status::Status;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -182,7 +182,7 @@ pub struct Decision {
 type Metric = (&'static str, fn(&Row) -> Option<f64>);
 
 /// A unit, the same in every combination: its case and solver.
-fn unit_key(r: &Row) -> (String, String) {
+fn unit_key(r: &Row) -> (Text, Text) {
     (r.case_id.clone(), r.solver.clone())
 }
 
@@ -230,8 +230,8 @@ pub fn recommend(run: &RunData) -> Recommendation {
 fn devices(run: &RunData) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in &run.rows {
-        if !r.device.is_empty() && !out.contains(&r.device) {
-            out.push(r.device.clone());
+        if !r.device.is_empty() && !out.iter().any(|d| *d == r.device) {
+            out.push(r.device.to_string());
         }
     }
     if out.is_empty() {
@@ -282,7 +282,7 @@ fn combos(run: &RunData) -> Vec<(String, Vec<(String, String)>)> {
                     None => (kv.to_string(), String::new()),
                 })
                 .collect();
-            combos.push((r.env.clone(), vars));
+            combos.push((r.env.to_string(), vars));
         }
     }
     combos
@@ -309,10 +309,10 @@ fn varied_vars(combos: &[(String, Vec<(String, String)>)]) -> Vec<String> {
 fn ok_everywhere(
     run: &RunData,
     combos: &[(String, Vec<(String, String)>)],
-) -> HashSet<(String, String)> {
-    let mut ok_everywhere: Option<HashSet<(String, String)>> = None;
+) -> HashSet<(Text, Text)> {
+    let mut ok_everywhere: Option<HashSet<(Text, Text)>> = None;
     for (key, _) in combos {
-        let oks: HashSet<(String, String)> = run
+        let oks: HashSet<(Text, Text)> = run
             .rows
             .iter()
             .filter(|r| r.env == *key && r.status == Status::Ok)
@@ -328,7 +328,7 @@ fn ok_everywhere(
 
 /// GFLOP/s when every ok row of a common unit has it, else GB/s when every one has that, else
 /// none (nor when there is no common unit).
-fn common_metric(run: &RunData, common: &HashSet<(String, String)>) -> Option<Metric> {
+fn common_metric(run: &RunData, common: &HashSet<(Text, Text)>) -> Option<Metric> {
     let common_rows: Vec<&Row> = run
         .rows
         .iter()
@@ -351,7 +351,7 @@ fn common_metric(run: &RunData, common: &HashSet<(String, String)>) -> Option<Me
 fn combo_reports(
     run: &RunData,
     combos: &[(String, Vec<(String, String)>)],
-    common: &HashSet<(String, String)>,
+    common: &HashSet<(Text, Text)>,
     metric: Option<Metric>,
     feats: &[Feature],
     axes: &Axes,
@@ -396,7 +396,7 @@ fn combo_reports(
 /// The geometric mean of `get` over the rows that are ok and of a common unit.
 fn geomean(
     rows: &[&Row],
-    common: &HashSet<(String, String)>,
+    common: &HashSet<(Text, Text)>,
     get: fn(&Row) -> Option<f64>,
 ) -> Option<f64> {
     let logs: Vec<f64> = rows

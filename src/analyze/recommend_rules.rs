@@ -31,7 +31,7 @@ pub struct Feature {
 impl Feature {
     fn value(&self, r: &Row) -> String {
         if self.params.is_empty() {
-            r.solver.clone()
+            r.solver.to_string()
         } else {
             Axes::group_value(r, &self.params)
         }

@@ -5,21 +5,17 @@
 //! moments), printing what it found. The inputs are torch's own random numbers, not rocsweep's:
 //! a failure that depends on the exact values may need `rocsweep repro` instead.
 
+use crate::results::rundata::Params;
+
 /// The script for a torch unit: its op, its parameters (name, value) and its solver. None for an
 /// op this generator does not know, or when a value is not a plain number or word: values come
 /// from a run directory and are pasted into Python source, so nothing else may reach it (a
 /// results.csv changed by hand must not run code, issue 40 S2).
-pub fn torch_script(op: &str, params: &[(String, String)], solver: &str) -> Option<String> {
+pub fn torch_script(op: &str, params: &Params, solver: &str) -> Option<String> {
     if !params.iter().all(|(k, v)| plain(k) && plain(v)) || !plain(solver) {
         return None;
     }
-    let get = |k: &str| -> String {
-        params
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
+    let get = |k: &str| -> String { params.get(k).unwrap_or_default().to_string() };
     let py_bool = |k: &str| if get(k) == "true" { "True" } else { "False" };
     let dt = |k: &str| format!("torch.{}", torch_dtype(&get(k)));
     let body = match op {
@@ -286,10 +282,8 @@ fn graph(get: &dyn Fn(&str) -> String, solver: &str) -> String {
 mod tests {
     use super::*;
 
-    fn p(kv: &[(&str, &str)]) -> Vec<(String, String)> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    fn p(kv: &[(&str, &str)]) -> Params {
+        Params::from_pairs(kv.iter().copied())
     }
 
     #[test]
@@ -406,6 +400,6 @@ mod tests {
         .unwrap();
         assert!(cg.contains("side = torch.cuda.Stream()"), "{cg}");
         assert!(!cg.contains("\ns = "), "{cg}");
-        assert!(torch_script("nosuch", &[], "x").is_none());
+        assert!(torch_script("nosuch", &Params::default(), "x").is_none());
     }
 }

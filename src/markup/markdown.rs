@@ -65,8 +65,9 @@ pub fn table(t: &Table, limit: usize) -> String {
         }
         s.push('\n');
     }
-    if shown.len() > limit {
-        let _ = writeln!(s, "\n{} more in {}.", shown.len() - limit, t.rest_in);
+    let more = shown.len().saturating_sub(limit) + t.left_out;
+    if more > 0 {
+        let _ = writeln!(s, "\n{more} more in {}.", t.rest_in);
     }
     s
 }

@@ -90,6 +90,9 @@ pub struct Table {
     pub layout: Layout,
     /// Rows left out past a format's limit are counted in a note naming where they are.
     pub rest_in: &'static str,
+    /// Rows never pushed, counted in that note (a table of 10^6 units keeps only those a
+    /// format shows: [`Table::push_up_to`]).
+    pub left_out: usize,
 }
 
 impl Table {
@@ -106,6 +109,7 @@ impl Table {
             rows: Vec::new(),
             layout: Layout::Grid,
             rest_in: "results.csv",
+            left_out: 0,
         }
     }
 
@@ -123,6 +127,16 @@ impl Table {
     pub fn rest_in(mut self, file: &'static str) -> Table {
         self.rest_in = file;
         self
+    }
+
+    /// Pushes the row made by `cells` while the table has fewer than `limit` rows, else only
+    /// counts it (`left_out`), so the row is never made.
+    pub fn push_up_to(&mut self, limit: usize, cells: impl FnOnce() -> Vec<Cell>) {
+        if self.rows.len() < limit {
+            self.push(cells());
+        } else {
+            self.left_out += 1;
+        }
     }
 
     pub fn push(&mut self, cells: Vec<Cell>) {

@@ -145,15 +145,15 @@ impl<'a> Facts<'a> {
             }
         }
         for r in &run.rows {
-            if !envs.contains(&r.env) {
-                envs.push(r.env.clone());
+            if !envs.iter().any(|e| *e == r.env) {
+                envs.push(r.env.to_string());
             }
         }
         let env_labels = with_devices(short_env_labels(&envs), &env_devices(run, &envs));
         let mut solvers: Vec<String> = Vec::new();
         for r in &run.rows {
-            if !solvers.contains(&r.solver) {
-                solvers.push(r.solver.clone());
+            if !solvers.iter().any(|s| *s == r.solver) {
+                solvers.push(r.solver.to_string());
             }
         }
         let varying = run

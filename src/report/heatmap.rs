@@ -24,7 +24,7 @@
 use super::draw::{self, Canvas, DrawResult, Figure, LegendItem};
 use super::facts::{self, Facts, NO_UNIT};
 use crate::error::CmdError;
-use crate::results::rundata::Row;
+use crate::results::rundata::{Row, Text};
 use crate::results::status::Status;
 use plotters::prelude::*;
 use std::cmp::Ordering;
@@ -58,10 +58,10 @@ pub(super) struct Cell {
     /// The status whose colour the cell takes (`Facts::shade`: an inferred failure is drawn
     /// in the colour of the failure it was inferred from).
     pub shade: Status,
-    pub phase: String,
+    pub phase: Text,
     /// The unit the cell shows (the worst, or for a "best of" panel the best, of its units).
-    pub unit_id: String,
-    pub solver: String,
+    pub unit_id: Text,
+    pub solver: Text,
     pub case: String,
     /// Units the cell stands for.
     pub units: usize,
@@ -173,16 +173,16 @@ fn title(f: &Facts) -> String {
 
 /// Orders a parameter's values: numbers numerically, words (directions, dtypes) in the order
 /// the run met them, which is the sweep file's order (`fwd, bwd_data, bwd_weights`).
-struct Order {
-    first_seen: HashMap<(String, String), usize>,
+struct Order<'a> {
+    first_seen: HashMap<(&'a str, &'a str), usize>,
 }
 
-impl Order {
-    fn new(rows: &[Row]) -> Order {
+impl<'a> Order<'a> {
+    fn new(rows: &'a [Row]) -> Order<'a> {
         let mut first_seen = HashMap::new();
         for (i, r) in rows.iter().enumerate() {
-            for (k, v) in &r.params {
-                first_seen.entry((k.clone(), v.clone())).or_insert(i);
+            for (k, v) in r.params.iter() {
+                first_seen.entry((k, v)).or_insert(i);
             }
         }
         Order { first_seen }
@@ -194,7 +194,7 @@ impl Order {
             _ => {
                 let rank = |v: &str| {
                     self.first_seen
-                        .get(&(param.to_string(), v.to_string()))
+                        .get(&(param, v))
                         .copied()
                         .unwrap_or(usize::MAX)
                 };

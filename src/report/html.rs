@@ -132,13 +132,21 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
     if failures.is_empty() {
         h.push_str("<p class=\"note\">No unit failed (no mismatch, zeros, nonfinite, hang, crash or error).</p>\n");
     } else {
-        table(&mut h, &table::units(f, &failures), MAX_TABLE_ROWS);
+        table(
+            &mut h,
+            &table::units(f, &failures, MAX_TABLE_ROWS),
+            MAX_TABLE_ROWS,
+        );
     }
     h.push_str("<h2>Not supported, skipped or interrupted</h2>\n");
     if not_run.is_empty() {
         h.push_str("<p class=\"note\">None.</p>\n");
     } else {
-        table(&mut h, &table::units(f, &not_run), MAX_TABLE_ROWS);
+        table(
+            &mut h,
+            &table::units(f, &not_run, MAX_TABLE_ROWS),
+            MAX_TABLE_ROWS,
+        );
     }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(
@@ -218,7 +226,7 @@ fn which_layer(h: &mut String, f: &Facts) {
 
 fn fastest_table(h: &mut String, f: &Facts) {
     h.push_str("<h2>Fastest solver per case</h2>\n");
-    match table::fastest(f) {
+    match table::fastest(f, MAX_TABLE_ROWS) {
         Fastest::None => {
             h.push_str("<p class=\"note\">No timings: no unit ended ok with a median time.</p>\n")
         }

@@ -37,13 +37,9 @@ pub fn table(h: &mut String, t: &Table, limit: usize) {
         h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
-    if t.rows.len() > limit {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">{} more in {}.</p>",
-            t.rows.len() - limit,
-            t.rest_in
-        );
+    let more = t.rows.len().saturating_sub(limit) + t.left_out;
+    if more > 0 {
+        let _ = writeln!(h, "<p class=\"note\">{more} more in {}.</p>", t.rest_in);
     }
 }
 

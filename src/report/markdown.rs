@@ -44,13 +44,19 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     if failures.is_empty() {
         s.push_str("None.\n");
     } else {
-        s.push_str(&table(&table::units(f, &failures), MAX_TABLE_ROWS));
+        s.push_str(&table(
+            &table::units(f, &failures, MAX_TABLE_ROWS),
+            MAX_TABLE_ROWS,
+        ));
     }
     s.push_str("\n## Not supported, skipped or interrupted\n\n");
     if not_run.is_empty() {
         s.push_str("None.\n");
     } else {
-        s.push_str(&table(&table::units(f, &not_run), MAX_TABLE_ROWS));
+        s.push_str(&table(
+            &table::units(f, &not_run, MAX_TABLE_ROWS),
+            MAX_TABLE_ROWS,
+        ));
     }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(s, "\n## Inferred\n\n{note}");
@@ -98,7 +104,7 @@ fn boundaries(s: &mut String, f: &Facts) {
 
 fn fastest_table(s: &mut String, f: &Facts) {
     s.push_str("\n## Fastest solver per case\n\n");
-    match table::fastest(f) {
+    match table::fastest(f, MAX_TABLE_ROWS) {
         Fastest::None => s.push_str("No timings: no unit ended ok with a median time.\n"),
         Fastest::Same(line) => {
             let _ = writeln!(s, "{}", cell(&line));

@@ -22,8 +22,9 @@ fn repro_dir(f: &Facts) -> String {
     shell::quote(&dir.display().to_string())
 }
 
-/// Units that did not end ok: what, where, why, and how to get it again.
-pub fn units(f: &Facts, rows: &[&Row]) -> Table {
+/// Units that did not end ok: what, where, why, and how to get it again; the first `limit`
+/// of them, the rest counted.
+pub fn units(f: &Facts, rows: &[&Row], limit: usize) -> Table {
     let multi_env = f.envs.len() > 1;
     let mut cols = vec![("status", false), ("phase", false), ("solver", false)];
     if multi_env {
@@ -32,11 +33,12 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
     cols.extend([("case", false), ("error", false), ("unit and repro", false)]);
     let mut t = Table::new(&cols);
     let dir = repro_dir(f);
-    for r in rows {
+    t.left_out = rows.len().saturating_sub(limit);
+    for r in rows.iter().take(limit) {
         let mut row = vec![
             Cell::Status(r.status),
-            Cell::Text(r.phase.clone()),
-            Cell::Text(r.solver.clone()),
+            Cell::Text(r.phase.to_string()),
+            Cell::Text(r.solver.to_string()),
         ];
         if multi_env {
             row.push(Cell::Text(f.env_label(&r.env).to_string()));
@@ -45,12 +47,12 @@ pub fn units(f: &Facts, rows: &[&Row]) -> Table {
             text: f.case_label(r),
             title: format!("case {} · {}", r.case_id, r.params_text()),
         });
-        row.push(Cell::Error(r.error.clone()));
+        row.push(Cell::Error(r.error.to_string()));
         row.push(Cell::Code(format!(
             "rocsweep repro {dir} {}",
             shell::quote(&r.unit_id)
         )));
-        t.push_as(row, RowKind::Plain, Some(r.unit_id.clone()));
+        t.push_as(row, RowKind::Plain, Some(r.unit_id.to_string()));
     }
     t
 }
@@ -100,7 +102,9 @@ pub enum Fastest {
     Table(Table),
 }
 
-pub fn fastest(f: &Facts) -> Fastest {
+/// The fastest solver of each case: one sentence when it is the same everywhere, else a table
+/// of the first `limit` cases, the rest counted.
+pub fn fastest(f: &Facts, limit: usize) -> Fastest {
     let fastest = f.fastest();
     if fastest.is_empty() {
         return Fastest::None;
@@ -110,7 +114,7 @@ pub fn fastest(f: &Facts) -> Fastest {
         if multi_env {
             format!("{} · {}", r.solver, f.env_label(&r.env))
         } else {
-            r.solver.clone()
+            r.solver.to_string()
         }
     };
     let first = who(fastest[0].best);
@@ -141,14 +145,15 @@ pub fn fastest(f: &Facts) -> Fastest {
         cols.extend([("next fastest", false), ("timed units", true)]);
     }
     let mut t = Table::new(&cols);
-    for x in &fastest {
+    t.left_out = fastest.len().saturating_sub(limit);
+    for x in fastest.iter().take(limit) {
         let b = x.best;
         let mut row = vec![
             Cell::Titled {
                 text: f.case_label(b),
                 title: format!("case {}", b.case_id),
             },
-            Cell::Text(b.solver.clone()),
+            Cell::Text(b.solver.to_string()),
         ];
         if multi_env {
             row.push(Cell::Text(f.env_label(&b.env).to_string()));

@@ -14,6 +14,7 @@ use super::draw::{self, Canvas, DrawResult, Figure, LegendItem, Shape};
 use super::facts::{self, Facts};
 use crate::error::CmdError;
 use plotters::prelude::*;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 mod data;
@@ -364,17 +365,13 @@ impl Throughput {
             let color = self.series_color(s);
             let style = color.stroke_width(2);
             let pattern = if self.by_family() { None } else { dash(s.key) };
+            let line = distinct_pixels(chart, &s.line);
             match pattern {
                 None => {
-                    chart.draw_series(LineSeries::new(s.line.iter().copied(), style))?;
+                    chart.draw_series(LineSeries::new(line, style))?;
                 }
                 Some((d, g)) => {
-                    chart.draw_series(DashedLineSeries::new(
-                        s.line.iter().copied(),
-                        d,
-                        g,
-                        style,
-                    ))?;
+                    chart.draw_series(DashedLineSeries::new(line, d, g, style))?;
                 }
             }
             let top = s
@@ -382,13 +379,36 @@ impl Throughput {
                 .iter()
                 .copied()
                 .fold((0.0, 0.0), |a, p| if p.1 > a.1 { p } else { a });
+            // A marker already drawn at the same pixel would only paint it again: a series of
+            // 10^6 shapes draws the few thousand places it has, not 10^6 elements in the SVG.
+            let mut drawn = HashSet::new();
             for &p in &s.points {
-                let r = if p == top { 6 } else { 4 };
-                draw::marker(c, chart.backend_coord(&p), shape(s.family), r, color)?;
+                let at = chart.backend_coord(&p);
+                if p != top && drawn.insert(at) {
+                    draw::marker(c, at, shape(s.family), 4, color)?;
+                }
+            }
+            if !s.points.is_empty() {
+                draw::marker(c, chart.backend_coord(&top), shape(s.family), 6, color)?;
             }
         }
         Ok(())
     }
+}
+
+/// A line's points without those that land on the pixel of the point before them: the same
+/// picture, without the zero-length steps a line through 10^6 shapes is mostly made of.
+fn distinct_pixels<DB: DrawingBackend>(chart: &Chart<DB>, line: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut last = None;
+    let mut out = Vec::new();
+    for &p in line {
+        let at = chart.backend_coord(&p);
+        if last != Some(at) {
+            out.push(p);
+            last = Some(at);
+        }
+    }
+    out
 }
 
 impl Figure for Throughput {

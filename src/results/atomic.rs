@@ -9,7 +9,7 @@
 //! directory below the run directory that is one ([`refuse_links`]).
 
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Component, Path};
 
 /// The error for a path that is, or passes through, a symbolic link.
@@ -76,9 +76,12 @@ fn temporary(path: &Path) -> std::io::Result<tempfile::NamedTempFile> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // The mode a file made by `File::create` gets (0666 less the umask), not tempfile's 0600:
+    // a run directory's files are read by others (a shared cluster's run, a web server).
     tempfile::Builder::new()
         .prefix(&format!(".{stem}."))
         .suffix(&suffix)
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
 }
 
@@ -132,6 +135,21 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_written_file_gets_the_mode_a_created_file_gets() {
+        let d = tempfile::tempdir().unwrap();
+        let made = d.path().join("made.txt");
+        std::fs::File::create(&made).unwrap();
+        write(&d.path().join("a.md"), "x").unwrap();
+        write_via(&d.path().join("b.svg"), |p| std::fs::write(p, "y")).unwrap();
+        let mode = |name: &str| {
+            let m = std::fs::metadata(d.path().join(name)).unwrap();
+            m.permissions().mode() & 0o777
+        };
+        assert_eq!(mode("a.md"), mode("made.txt"));
+        assert_eq!(mode("b.svg"), mode("made.txt"));
     }
 
     #[test]

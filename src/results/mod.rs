@@ -8,4 +8,5 @@ pub mod rundir;
 pub mod shard;
 pub mod status;
 pub mod summary;
+pub mod text;
 pub mod weights;

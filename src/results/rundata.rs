@@ -5,36 +5,34 @@ use crate::error::CmdError;
 use crate::results::csv::fixed_columns_of;
 use crate::results::manifest::{self, Manifest};
 use crate::results::status::Status;
+pub use crate::results::text::{Interner, Text};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// One row of results.csv.
+/// One row of results.csv, as the analyses read it: the columns they use (a run of 10^6 rows
+/// is held whole by `report` and `recommend`, so a column nothing reads is not kept).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
-    pub unit_id: String,
-    pub case_id: String,
-    pub op: String,
-    pub backend: String,
-    pub device: String,
-    /// The device slot of `--devices` (empty without, and in runs made before it existed).
-    pub device_index: String,
-    pub solver: String,
+    pub unit_id: Text,
+    pub case_id: Text,
+    pub op: Text,
+    pub backend: Text,
+    pub device: Text,
+    pub solver: Text,
     /// The unit's worker context: the CSV's `env`, with `backend=NAME;` in front in a run over
     /// several backends (`EnvCombo::context_key`), so that everything keyed on the env
     /// combination (the report's panels, compare, recommend) tells the backends apart.
-    pub env: String,
+    pub env: Text,
     /// The ROCm tree's label in a run over several trees (the `rocm` column; empty otherwise
     /// and in runs made before it existed).
-    pub rocm: String,
+    pub rocm: Text,
     pub status: Status,
-    pub phase: String,
-    pub error: String,
-    pub reference: String,
+    pub phase: Text,
+    pub error: Text,
+    pub reference: Text,
     pub max_abs_err: Option<f64>,
     pub max_rel_err: Option<f64>,
-    pub first_call_ms: Option<f64>,
     pub median_ms: Option<f64>,
-    pub p10_ms: Option<f64>,
-    pub p90_ms: Option<f64>,
     pub samples: Option<u64>,
     /// Trials the row stands for (empty in runs made before trials existed).
     pub trials: Option<u64>,
@@ -44,19 +42,90 @@ pub struct Row {
     pub gbps: Option<f64>,
     pub workspace_bytes: Option<u64>,
     /// What the library chose (`chosen`), where it says.
-    pub chosen: String,
+    pub chosen: Text,
     pub flops: Option<f64>,
     pub bytes: Option<f64>,
     /// The op's parameters, in CSV column order: (name, value as written).
-    pub params: Vec<(String, String)>,
+    pub params: Params,
+}
+
+/// A row's parameters: the run's parameter columns (one list shared by every row) and this
+/// row's values as written, in the same order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params {
+    names: Arc<[Text]>,
+    values: Box<[Text]>,
+}
+
+impl Params {
+    /// `values[i]` is the value of `names[i]`; missing values read as empty.
+    pub fn new(names: Arc<[Text]>, mut values: Vec<Text>) -> Params {
+        values.resize(names.len(), Text::default());
+        values.truncate(names.len());
+        Params {
+            names,
+            values: values.into_boxed_slice(),
+        }
+    }
+
+    /// Parameters from (name, value) pairs, in that order.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Params {
+        let (names, values): (Vec<Text>, Vec<Text>) = pairs
+            .into_iter()
+            .map(|(k, v)| (Text::from(k.as_ref()), Text::from(v.as_ref())))
+            .unzip();
+        Params::new(names.into(), values)
+    }
+
+    /// (name, value) in column order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.names
+            .iter()
+            .zip(self.values.iter())
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.iter().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    /// Sets `name` to `value`, adding the parameter at the end when the row has none of that name.
+    pub fn set(&mut self, name: &str, value: &str) {
+        match self.names.iter().position(|k| k == name) {
+            Some(i) => self.values[i] = Text::from(value),
+            None => {
+                let mut pairs: Vec<(String, String)> = self
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                pairs.push((name.to_string(), value.to_string()));
+                *self = Params::from_pairs(pairs);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+impl<'a> IntoIterator for &'a Params {
+    type Item = (&'a str, &'a str);
+    type IntoIter = Box<dyn Iterator<Item = (&'a str, &'a str)> + 'a>;
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
 }
 
 impl Row {
     pub fn param(&self, name: &str) -> Option<&str> {
-        self.params
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.params.get(name)
     }
 
     /// A numeric parameter, if it is one.
@@ -86,6 +155,16 @@ pub struct RunData {
 impl RunData {
     /// Loads a run directory; a missing or malformed file is bad input (exit code 2).
     pub fn load(dir: &Path) -> Result<RunData, CmdError> {
+        let (mut run, rows) = RunData::open(dir)?;
+        for row in rows {
+            run.rows.push(row?);
+        }
+        Ok(run)
+    }
+
+    /// The run's manifest and parameter columns (no rows yet) and a reader that gives its rows
+    /// one at a time, for a command that need not hold them all (`compare` of 10^6 units).
+    pub fn open(dir: &Path) -> Result<(RunData, Rows), CmdError> {
         if !dir.is_dir() {
             return Err(CmdError::BadInput(format!(
                 "{}: not a run directory ({})",
@@ -98,50 +177,93 @@ impl RunData {
         let path = dir.join("results.csv");
         let file = super::rundir::open_file(&path)
             .map_err(|e| CmdError::BadInput(super::rundir::describe(&path, &e)))?;
-        let mut rdr = csv::Reader::from_reader(file);
-        let (header, fixed) = read_header(&mut rdr, &path)?;
+        let mut csv = csv::Reader::from_reader(file);
+        let (header, fixed) = read_header(&mut csv, &path)?;
         let param_names: Vec<String> = header[fixed.len()..].to_vec();
-        let mut rows = Vec::new();
-        for (i, rec) in rdr.records().enumerate() {
-            let line = i + 2;
-            let rec = rec
-                .map_err(|e| CmdError::BadInput(format!("{}: line {line}: {e}", path.display())))?;
-            if rec.len() != header.len() {
-                return Err(CmdError::BadInput(format!(
-                    "{}: line {line}: {} fields, the header has {}",
-                    path.display(),
-                    rec.len(),
-                    header.len()
-                )));
-            }
-            let record = Record {
-                path: &path,
-                line,
-                fixed: &fixed,
-                rec: &rec,
-            };
-            rows.push(record.row(&param_names)?);
-        }
         let combos = &manifest.env_combos;
-        let (backends, trees) = (
-            crate::spec::expand::several_backends(combos),
-            crate::spec::expand::several_trees(combos),
-        );
-        if backends || trees {
-            for r in &mut rows {
-                r.env = crate::spec::expand::context_key_of(
-                    backends.then_some(r.backend.as_str()),
-                    trees.then_some(r.rocm.as_str()),
-                    &r.env,
-                );
-            }
-        }
-        Ok(RunData {
+        let rows = Rows {
+            shared: Shared {
+                names: param_names.iter().map(Text::from).collect(),
+                texts: Interner::default(),
+            },
+            csv,
+            record: csv::StringRecord::new(),
+            path,
+            columns: header.len(),
+            fixed,
+            line: 1,
+            backends: crate::spec::expand::several_backends(combos),
+            trees: crate::spec::expand::several_trees(combos),
+        };
+        let run = RunData {
             dir: dir.to_path_buf(),
             manifest,
             param_names,
-            rows,
-        })
+            rows: Vec::new(),
+        };
+        Ok((run, rows))
+    }
+}
+
+/// The rows of one results.csv, read one at a time; the first that does not read is the last
+/// item.
+pub struct Rows {
+    shared: Shared,
+    csv: csv::Reader<std::fs::File>,
+    record: csv::StringRecord,
+    path: PathBuf,
+    /// Fields in the header: every record has as many.
+    columns: usize,
+    fixed: Vec<&'static str>,
+    /// The line of the record last read.
+    line: usize,
+    /// A run over several backends or trees: each row's env gets them in front
+    /// (`EnvCombo::context_key`).
+    backends: bool,
+    trees: bool,
+}
+
+impl Rows {
+    fn next_row(&mut self) -> Result<Option<Row>, CmdError> {
+        self.line += 1;
+        let line = self.line;
+        let more = self.csv.read_record(&mut self.record).map_err(|e| {
+            CmdError::BadInput(format!("{}: line {line}: {e}", self.path.display()))
+        })?;
+        if !more {
+            return Ok(None);
+        }
+        if self.record.len() != self.columns {
+            return Err(CmdError::BadInput(format!(
+                "{}: line {line}: {} fields, the header has {}",
+                self.path.display(),
+                self.record.len(),
+                self.columns
+            )));
+        }
+        let record = Record {
+            path: &self.path,
+            line,
+            fixed: &self.fixed,
+            rec: &self.record,
+        };
+        let mut row = record.row(&mut self.shared)?;
+        if self.backends || self.trees {
+            let key = crate::spec::expand::context_key_of(
+                self.backends.then_some(row.backend.as_str()),
+                self.trees.then_some(row.rocm.as_str()),
+                &row.env,
+            );
+            row.env = self.shared.texts.get(&key);
+        }
+        Ok(Some(row))
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row, CmdError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
     }
 }
 
@@ -170,10 +292,10 @@ fn check_env_names(dir: &Path, m: &manifest::Manifest) -> Result<(), CmdError> {
 /// The header of results.csv and the fixed columns it has, refused unless it starts with
 /// those in order.
 fn read_header(
-    rdr: &mut csv::Reader<std::fs::File>,
+    csv: &mut csv::Reader<std::fs::File>,
     path: &Path,
 ) -> Result<(Vec<String>, Vec<&'static str>), CmdError> {
-    let header: Vec<String> = rdr
+    let header: Vec<String> = csv
         .headers()
         .map_err(|e| CmdError::BadInput(format!("{}: header: {e}", path.display())))?
         .iter()
@@ -194,6 +316,12 @@ fn read_header(
     Ok((header, fixed))
 }
 
+/// What every row of one results.csv shares: the parameter columns and the text seen so far.
+struct Shared {
+    names: Arc<[Text]>,
+    texts: Interner,
+}
+
 /// One record of results.csv (on `line` of the file), read by column name.
 struct Record<'a> {
     path: &'a Path,
@@ -205,17 +333,22 @@ struct Record<'a> {
 
 impl Record<'_> {
     /// The record as a row; the first field that does not read is the error.
-    fn row(&self, param_names: &[String]) -> Result<Row, CmdError> {
-        let text = |name: &str| self.text(name);
-        let num = |name: &str| self.num(name);
+    fn row(&self, reader: &mut Shared) -> Result<Row, CmdError> {
         let status = self.status()?;
+        let texts = &mut reader.texts;
+        let values = (0..reader.names.len())
+            .map(|j| texts.get(self.rec.get(self.fixed.len() + j).unwrap_or("")))
+            .collect();
+        let params = Params::new(reader.names.clone(), values);
+        let mut text = |name: &str| texts.get(self.field(name));
+        let num = |name: &str| self.num(name);
         Ok(Row {
-            unit_id: text("unit_id"),
-            case_id: text("case_id"),
+            // Unique per row: not worth a place in the shared set.
+            unit_id: Text::from(self.field("unit_id")),
+            case_id: Text::from(self.field("case_id")),
             op: text("op"),
             backend: text("backend"),
             device: text("device"),
-            device_index: text("device_index"),
             solver: text("solver"),
             env: text("env"),
             rocm: text("rocm"),
@@ -225,10 +358,7 @@ impl Record<'_> {
             reference: text("reference"),
             max_abs_err: num("max_abs_err")?,
             max_rel_err: num("max_rel_err")?,
-            first_call_ms: num("first_call_ms")?,
             median_ms: num("median_ms")?,
-            p10_ms: num("p10_ms")?,
-            p90_ms: num("p90_ms")?,
             samples: num("samples")?.map(|v| v as u64),
             trials: num("trials")?.map(|v| v as u64),
             trial_ms: self.trial_ms()?,
@@ -238,16 +368,7 @@ impl Record<'_> {
             chosen: text("chosen"),
             flops: num("flops")?,
             bytes: num("bytes")?,
-            params: param_names
-                .iter()
-                .enumerate()
-                .map(|(j, n)| {
-                    (
-                        n.clone(),
-                        self.rec.get(self.fixed.len() + j).unwrap_or("").to_string(),
-                    )
-                })
-                .collect(),
+            params,
         })
     }
 

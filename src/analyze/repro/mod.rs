@@ -53,7 +53,7 @@ fn suggestions(run: &RunData, id: &str) -> Vec<String> {
         .rows
         .iter()
         .filter(|r| !id.is_empty() && r.unit_id.starts_with(id))
-        .map(|r| r.unit_id.clone())
+        .map(|r| r.unit_id.to_string())
         .collect();
     if by_prefix.is_empty() {
         let common = |u: &str| {
@@ -73,7 +73,7 @@ fn suggestions(run: &RunData, id: &str) -> Vec<String> {
                 .rows
                 .iter()
                 .filter(|r| common(&r.unit_id) == best)
-                .map(|r| r.unit_id.clone())
+                .map(|r| r.unit_id.to_string())
                 .collect();
         }
     }
@@ -150,13 +150,13 @@ fn fact(t: &mut Table, k: &str, v: String) {
 /// The facts about the unit: what it is and what happened.
 fn unit_facts(t: &mut Table, run: &RunData, row: &Row) {
     let m = &run.manifest;
-    fact(t, "op", row.op.clone());
+    fact(t, "op", row.op.to_string());
     t.fact("parameters", vec![Cell::Code(row.params_text())]);
-    fact(t, "solver", row.solver.clone());
-    fact(t, "case id", row.case_id.clone());
-    fact(t, "env", row.env.clone());
+    fact(t, "solver", row.solver.to_string());
+    fact(t, "case id", row.case_id.to_string());
+    fact(t, "env", row.env.to_string());
     t.fact("status", vec![Cell::Strong(row.status.name().to_string())]);
-    fact(t, "phase", row.phase.clone());
+    fact(t, "phase", row.phase.to_string());
     if row.status == Status::Hang {
         let l = m.policies.limits.for_phase(&row.phase);
         fact(
@@ -169,7 +169,7 @@ fn unit_facts(t: &mut Table, run: &RunData, row: &Row) {
         );
     }
     // The whole error, log tail included: this page is where it is read.
-    fact(t, "error", row.error.clone());
+    fact(t, "error", row.error.to_string());
     if row.reference.len() + row.max_abs_err.iter().len() > 0 {
         fact(
             t,
@@ -272,34 +272,27 @@ mod tests {
             case_id: "c".into(),
             op: "gemm".into(),
             backend: "rocm".into(),
-            device: String::new(),
-            device_index: String::new(),
+            device: Default::default(),
             solver: "hipblaslt#0-sol56073".into(),
-            env: String::new(),
-            rocm: String::new(),
+            env: Default::default(),
+            rocm: Default::default(),
             status: Status::Ok,
-            phase: String::new(),
-            error: String::new(),
-            reference: String::new(),
+            phase: Default::default(),
+            error: Default::default(),
+            reference: Default::default(),
             max_abs_err: None,
             max_rel_err: None,
-            first_call_ms: None,
             median_ms: None,
-            p10_ms: None,
-            p90_ms: None,
             samples: None,
             trials: None,
             trial_ms: Vec::new(),
             gflops: None,
             gbps: None,
             workspace_bytes: None,
-            chosen: String::new(),
+            chosen: Default::default(),
             flops: None,
             bytes: None,
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            params: crate::results::rundata::Params::from_pairs(params.iter().copied()),
         }
     }
 

@@ -200,9 +200,9 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
     let _ = writeln!(s, "op = {}", toml_string(op.name()));
     // A run over several backends: the unit's own (the CSV names it as the sweep did).
     let backend = if crate::spec::expand::several_backends(&m.env_combos) {
-        &row.backend
+        row.backend.as_str()
     } else {
-        &m.backend.backend
+        m.backend.backend.as_str()
     };
     let _ = writeln!(s, "backend = {}", toml_string(backend));
     // A run over several ROCm trees: the unit's own tree (a one-tree run's is the environment's).

@@ -117,7 +117,7 @@ fn miopen_driver(row: &Row, backend: &str, ids: &BTreeMap<String, u64>) -> Optio
     }
     // -S N runs solution N in immediate mode; without -S MIOpenDriver takes the Find path,
     // which is what rocsweep's `find` solver does.
-    let id = ids.get(&row.solver).copied().or_else(|| {
+    let id = ids.get(row.solver.as_str()).copied().or_else(|| {
         row.solver
             .strip_prefix("solver#")
             .and_then(|n| n.parse::<u64>().ok())

@@ -44,11 +44,11 @@ fn panel_titles_of_four_env_combinations_and_two_solvers_wrap_instead_of_being_c
         "MIOPEN_FIND_MODE=FAST;MIOPEN_DEBUG_CONV_GEMM=1;MIOPEN_DEBUG_CONV_WINOGRAD=0",
     ];
     for (i, r) in run.rows.iter_mut().enumerate() {
-        r.env = envs[i % 4].to_string();
+        r.env = envs[i % 4].into();
         r.solver = if i % 3 == 0 {
-            "ConvBinWinogradRxSf2x3g1".to_string()
+            "ConvBinWinogradRxSf2x3g1".into()
         } else {
-            "default".to_string()
+            "default".into()
         };
     }
     let f = Facts::new(&run);
@@ -79,10 +79,7 @@ fn row_labels_show_dtype_groups_and_layout_uncut() {
             ("layout", ["nchw_vectorized_c4", "nhwc"][(i / 4) % 2]),
         ];
         for (name, value) in values {
-            match r.params.iter_mut().find(|(k, _)| k == name) {
-                Some(p) => p.1 = value.to_string(),
-                None => r.params.push((name.to_string(), value.to_string())),
-            }
+            r.params.set(name, value);
             if !run.param_names.iter().any(|n| n == name) {
                 run.param_names.push(name.to_string());
             }

@@ -130,7 +130,7 @@ fn gather<'a>(
             family_ids.push(family_of(family, r));
         }
         if k == keys.len() {
-            let mut label = r.solver.clone();
+            let mut label = r.solver.to_string();
             if multi_env {
                 label = format!("{label} · {}", f.env_label(&r.env));
             }
