@@ -10,8 +10,8 @@
 //! with ROCSWEEP_TEST_FAULT rules) and everything else stays.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use rocsweep::exec::plan::strategy::Kind;
 use rocsweep::exec::run::{RunOptions, run};
-use rocsweep::exec::strategy::Kind;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

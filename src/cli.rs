@@ -88,9 +88,9 @@ pub enum Command {
         shared_caches: bool,
         /// Run only shard I of N (1-based: 1/4 .. 4/4): every N-th (case, env combination) of
         /// the plan. `rocsweep merge` joins the shards' run directories.
-        #[arg(long, value_name = "I/N", value_parser = crate::exec::shard::Shard::parse,
+        #[arg(long, value_name = "I/N", value_parser = crate::exec::plan::shard::Shard::parse,
               conflicts_with_all = ["shard_from_env", "resume"])]
-        shard: Option<crate::exec::shard::Shard>,
+        shard: Option<crate::exec::plan::shard::Shard>,
         /// Take the shard from a Slurm array task (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT) or a
         /// Kubernetes indexed Job (JOB_COMPLETION_INDEX with --shard-count).
         #[arg(long, conflicts_with = "resume")]
@@ -101,11 +101,11 @@ pub enum Command {
         shard_count: Option<u32>,
         /// One worker pool per device, run concurrently: `all`, or indices like 0,1 (sets
         /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume uses the devices of the session before it unless given.
-        #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::devices::DeviceSel::parse)]
-        devices: Option<crate::exec::devices::DeviceSel>,
+        #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::supervise::devices::DeviceSel::parse)]
+        devices: Option<crate::exec::supervise::devices::DeviceSel>,
         /// grid runs every unit; prune skips (`predicted-hang`) units larger along --along than
         /// one that hung; bisect binary-searches each line's boundary and infers the rest.
-        #[arg(long, value_parser = crate::exec::strategy::Kind::NAMES, default_value = "grid",
+        #[arg(long, value_parser = crate::exec::plan::strategy::Kind::NAMES, default_value = "grid",
               conflicts_with = "resume")]
         strategy: String,
         /// The numeric axis that defines "larger" for prune and bisect (default: the op's size
@@ -222,5 +222,5 @@ pub enum Command {
 
 /// `run --backend`: one known backend or a comma-separated list of distinct ones.
 fn backend_list(s: &str) -> Result<String, String> {
-    crate::exec::setup::parse_backends(s).map(|_| s.to_string())
+    crate::exec::plan::setup::parse_backends(s).map(|_| s.to_string())
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 pub fn probe_text(only: Option<&str>) -> (String, bool) {
     let mut s = String::new();
     let mut available = false;
-    for info in crate::exec::oneoff::probe_all(only) {
+    for info in crate::exec::supervise::oneoff::probe_all(only) {
         available |= info.available;
         if info.available {
             let _ = writeln!(s, "{}: available", info.backend);
@@ -83,7 +83,7 @@ pub fn solvers_text(params: &[String]) -> Result<(String, bool), CmdError> {
         }
     };
     let what = crate::op::canonical_text(OpKind::Conv2d, &case.values);
-    let listed = crate::exec::oneoff::OneOff::start("rocm").and_then(|mut w| {
+    let listed = crate::exec::supervise::oneoff::OneOff::start("rocm").and_then(|mut w| {
         if w.info.available {
             w.solvers(&case.problem).map(Some)
         } else {

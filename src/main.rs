@@ -2,8 +2,8 @@
 
 use clap::Parser;
 use rocsweep::cli::{Cli, Command};
+use rocsweep::exec::plan::strategy::Kind;
 use rocsweep::exec::run::{self, CmdError, RunOptions, Stop};
-use rocsweep::exec::strategy::Kind;
 use rocsweep::exit;
 
 fn main() {
@@ -273,7 +273,7 @@ fn analysis_command(command: Command) -> i32 {
 /// The commands that ask a backend: worker, probe, solvers, selftest, compile-check, list-ops.
 fn device_command(command: Command) -> i32 {
     match command {
-        Command::Worker { backend } => rocsweep::exec::worker::main(&backend),
+        Command::Worker { backend } => rocsweep::exec::worker::serve::main(&backend),
         Command::Probe { backend } => {
             let (text, available) = rocsweep::commands::probe_text(backend.as_deref());
             rocsweep::console::say(&text);

@@ -138,7 +138,7 @@ pub fn text(main: &BackendInfo) -> String {
                 _ => f.tree.path.display().to_string(),
             };
             let vars = [(ROCM_ENV.to_string(), named)];
-            match crate::exec::oneoff::OneOff::start_with("rocm", &vars) {
+            match crate::exec::supervise::oneoff::OneOff::start_with("rocm", &vars) {
                 Ok(w) => w.info.clone(),
                 Err(why) => BackendInfo {
                     missing: Some(why),

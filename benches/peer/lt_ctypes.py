@@ -2,7 +2,7 @@
 """rocsweep's cuBLASLt call and timing loop through ctypes, with no PyTorch needed: the pieces of
 peer_times.py that make rocsweep's own cublasLtMatmul call (src/backend/cuda/gemm.rs: descriptors,
 heuristic, algorithm configuration, workspace) and rocsweep's unit and sample protocol through the
-CUDA driver API (src/exec/unit.rs, src/timing.rs, src/backend/engine/timer.rs), with device memory
+CUDA driver API (src/exec/worker/unit.rs, src/timing.rs, src/backend/engine/timer.rs), with device memory
 from the driver's default memory pool as cudarc gives it. peer_times.py imports everything here;
 lt_bare.py uses it in processes that never import PyTorch. Where PyTorch is loaded, its current
 stream is the default for a call and its CUDA initialisation makes the context current.
@@ -422,7 +422,7 @@ def driver(torch_init=True):
 
 
 class DriverUnit:
-    """rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`, src/backend/engine/timer.rs
+    """rocsweep's unit (src/exec/worker/unit.rs, src/timing.rs `measure`, src/backend/engine/timer.rs
     `timed`) through the driver API on a non-blocking stream of its own: idle, a first call, the
     SM clock, warm-up samples, samples until the policy stops; one sample is one call between two
     events, then K calls captured (thread-local) into a new graph, instantiated, uploaded and

@@ -14,7 +14,7 @@ Launch-free time (torch_ms, torch_lt_ms): rocsweep's protocol repeated sample fo
   device time per call (a graph of 2 calls, the timed replay queued behind a warm one, median of
   3), not its per-call time: on PyTorch's cuBLASLt path one call between two events holds a
   heuristic query on the host (0.13-0.18 ms), which gave K = 2 for small shapes.
-- per unit, as rocsweep's unit (src/exec/unit.rs, src/timing.rs `measure`,
+- per unit, as rocsweep's unit (src/exec/worker/unit.rs, src/timing.rs `measure`,
   src/backend/engine/timer.rs `timed`): an idle of IDLE_S (rocsweep's unit setup: inputs made
   on the CPU, upload, verification, 0.03 to 1.4 s in the committed runs), a first call (two calls,
   as rocsweep's Batch::Single), the SM clock (NVML), `warmup` samples, then samples until

@@ -34,12 +34,14 @@ impl Axes {
         let sweep = crate::spec::load_str(&m.sweep.path, &m.sweep.text, &m.sweep.overrides).ok();
         let searched = std::fs::read_to_string(run.dir.join("strategy.json"))
             .ok()
-            .and_then(|t| serde_json::from_str::<crate::exec::strategy::StrategyInfo>(&t).ok())
+            .and_then(|t| {
+                serde_json::from_str::<crate::exec::plan::strategy::StrategyInfo>(&t).ok()
+            })
             .map(|s| s.along)
             .filter(|a| !a.is_empty());
         let default = sweep
             .as_ref()
-            .and_then(|s| crate::exec::strategy::Along::choose(s, None).ok())
+            .and_then(|s| crate::exec::plan::strategy::Along::choose(s, None).ok())
             .map(|a| a.name);
         // A `[[cases]]` list is a zip group of every axis: its rows are cases, not categories
         // of one parameter, so its parameters stay apart.

@@ -130,7 +130,7 @@ pub trait Backend {
     }
 
     /// Whether the backend's calls run in a child process of its own (torch's Python), where
-    /// the worker's test faults are carried out (`exec::fault::defer`) so that they hit the
+    /// the worker's test faults are carried out (`exec::worker::fault::defer`) so that they hit the
     /// process a real fault would.
     fn runs_faults_in_child(&self) -> bool {
         false
@@ -211,7 +211,7 @@ pub fn is_known_solver(op: OpKind, s: &str) -> bool {
 }
 
 /// Variables naming a library's on-disk caches, with the subdirectory each gets per env
-/// combination (see `exec::handle::WorkerSpec::cache_root`): MIOpen's user find-db and its
+/// combination (see `exec::supervise::handle::WorkerSpec::cache_root`): MIOpen's user find-db and its
 /// compiled-kernel cache, so one combination's tuning never leaks into another's timings.
 pub fn isolated_cache_vars(backend: &str) -> &'static [(&'static str, &'static str)] {
     match backend {

@@ -1,8 +1,8 @@
 //! Runs the plan on one or more device slots at once. Each slot is a supervisor (with its own
 //! warm workers and, for `--devices`, its own device variables) on its own thread, taking
 //! (env combination, case) entries from one shared queue; units are independent, so any slot
-//! may run any entry. The slots emit the run's events (exec/events.rs) to one recorder behind
-//! one lock (exec/recorder.rs): a unit's row is journaled and written as it finishes, whichever
+//! may run any entry. The slots emit the run's events (exec/record/events.rs) to one recorder behind
+//! one lock (exec/record/recorder.rs): a unit's row is journaled and written as it finishes, whichever
 //! slot ran it. Without `--devices` there is one slot and this is the plain sequential run.
 //!
 //! A slot whose device fails its health probe leaves, handing the rest of its case back to the
@@ -14,10 +14,11 @@
 //! journaled and kept, and the last trial (or the first that is not ok) writes the row
 //! (trials::combine).
 
-use super::events::{Event, Stop, Unit};
-use super::recorder::{Place, Recorder, lock};
-use super::supervisor::{Env, Health, SpawnFailed, Supervisor, Watch};
-use super::unit::Outcome;
+use crate::exec::record::events::{Event, Stop, Unit};
+use crate::exec::record::recorder::{Recorder, lock};
+pub use crate::exec::supervise::slots::Slot;
+use crate::exec::supervise::supervisor::{Env, Health, SpawnFailed, Supervisor, Watch};
+use crate::exec::worker::unit::Outcome;
 use crate::op::{Case, unit_id};
 use crate::results::status::Status;
 use crate::spec::expand::EnvCombo;
@@ -25,30 +26,6 @@ use crate::spec::policy::Policies;
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
-/// One worker pool: a supervisor and what its rows say about where they ran.
-pub struct Slot {
-    pub sup: Supervisor,
-    /// The `device_index` column: the `--devices` index, empty without.
-    pub label: String,
-    /// The `device` column: the device this slot's worker reported.
-    pub device: String,
-}
-
-impl Slot {
-    /// Where a row of this slot ran; `worker`: whether its worker produced it.
-    pub fn place(&self, worker: bool) -> Place<'_> {
-        Place {
-            label: &self.label,
-            reported: worker
-                .then(|| self.sup.info.as_ref().and_then(|i| i.devices.first()))
-                .flatten()
-                .map(String::as_str),
-            fallback: &self.device,
-            info: worker.then_some(self.sup.info.as_ref()).flatten(),
-        }
-    }
-}
 
 /// The run's fixed facts, read by every slot.
 pub struct Params<'a> {
@@ -481,7 +458,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         ran: bool,
     ) -> std::io::Result<()> {
         let earlier = sh.trials.remove(u.unit.id).unwrap_or_default();
-        let out = super::trials::combine(earlier, u.trial, out, self.p.trials);
+        let out = crate::exec::plan::trials::combine(earlier, u.trial, out, self.p.trials);
         let left = u64::from(self.p.trials.saturating_sub(u.trial));
         sh.finish(u.unit, self.slot.place(ran), self.p.backend, &out, left)
     }

@@ -1,8 +1,8 @@
 use super::*;
-use crate::exec::journal::{self, Journal};
-use crate::exec::progress::Progress;
-use crate::exec::protocol::{Event as Wire, PROTOCOL_VERSION, encode};
-use crate::exec::supervisor::tests::{phase, ready, supervisor};
+use crate::exec::record::journal::{self, Journal};
+use crate::exec::record::progress::Progress;
+use crate::exec::supervise::supervisor::tests::{phase, ready, supervisor};
+use crate::exec::worker::protocol::{Event as Wire, PROTOCOL_VERSION, encode};
 use crate::op::OpKind;
 use crate::results::csv::ResultsWriter;
 use crate::results::summary::Summary;

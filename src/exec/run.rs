@@ -1,18 +1,18 @@
 //! `rocsweep run`: load, plan, create (or resume) the run directory, run every unit in a worker
 //! process under the watchdog, journal it, write its row as it finishes, print the summary.
 
-use super::devices::DeviceSel;
-use super::handle::WorkerSpec;
-use super::journal::{self, Journal};
-use super::plan;
-use super::pool::{self, Slot};
-use super::progress::Progress;
-use super::recorder::Recorder;
-use super::resume::Resume;
-use super::setup::{self, Setup};
-use super::supervisor::Env;
-use super::trees::TreeBook;
 use crate::backend::BackendInfo;
+use crate::exec::plan::resume::Resume;
+use crate::exec::plan::setup::{self, Setup};
+use crate::exec::plan::units;
+use crate::exec::pool::{self, Slot};
+use crate::exec::record::journal::{self, Journal};
+use crate::exec::record::progress::Progress;
+use crate::exec::record::recorder::Recorder;
+use crate::exec::record::trees::TreeBook;
+use crate::exec::supervise::devices::DeviceSel;
+use crate::exec::supervise::handle::WorkerSpec;
+use crate::exec::supervise::supervisor::Env;
 use crate::results::csv::{self as rcsv, ResultsWriter};
 use crate::results::manifest::{self, Manifest};
 use crate::results::rundir;
@@ -23,9 +23,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub use super::events::Stop;
-pub use super::options::{DEFAULT_MAX_UNITS, RunOptions, RunReport};
 pub use crate::error::CmdError;
+pub use crate::exec::plan::options::{DEFAULT_MAX_UNITS, RunOptions, RunReport};
+pub use crate::exec::record::events::Stop;
 
 /// Before the first unit: every variable the sweep sets that makes a process load or run code,
 /// so that a sweep file from someone else cannot do so unseen (a sweep file is code).
@@ -65,7 +65,7 @@ fn interrupts() -> Arc<AtomicUsize> {
                 // SAFETY: the closure is async-signal-safe (one atomic add).
                 let _ = unsafe {
                     signal_hook::low_level::register(sig, move || {
-                        super::events::STOP_SIGNAL.store(sig, Ordering::SeqCst);
+                        crate::exec::record::events::STOP_SIGNAL.store(sig, Ordering::SeqCst);
                         c.fetch_add(2, Ordering::SeqCst);
                     })
                 };
@@ -78,7 +78,7 @@ fn interrupts() -> Arc<AtomicUsize> {
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let mut s = Setup::new(opts)?;
     if opts.dry_run {
-        return super::dry_run::print(&s.sweep, &s.combos, s.shard);
+        return crate::exec::plan::dry_run::print(&s.sweep, &s.combos, s.shard);
     }
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
     // (start_slots), before anything is published: this process never loads a vendor library.
@@ -90,7 +90,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
     let interrupts = interrupts();
     interrupts.store(0, Ordering::SeqCst);
-    super::events::STOP_SIGNAL.store(0, Ordering::SeqCst);
+    crate::exec::record::events::STOP_SIGNAL.store(0, Ordering::SeqCst);
     let Some(counted) = count_units(&s, &interrupts) else {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
@@ -104,8 +104,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     }
     if let Some(old) = s.old.as_ref().filter(|_| s.resuming()) {
         let extra = s.worker_spec(opts)?.extra_env;
-        super::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
-        super::resume::check_resume_writable(&s.dir)?;
+        crate::exec::record::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
+        crate::exec::plan::resume::check_resume_writable(&s.dir)?;
     }
     let Workers {
         mut spec,
@@ -140,7 +140,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     create_cache_dirs(&s, &spec)?;
     let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
     trees.persist_to(&s.dir, &man);
-    super::recorder::lock(&recorder).trees = trees;
+    crate::exec::record::recorder::lock(&recorder).trees = trees;
     let ended = execute(
         &s,
         opts,
@@ -185,14 +185,14 @@ fn open_target(s: &mut Setup, opts: &RunOptions) -> Result<Target, CmdError> {
 /// Counts the sweep's units. Counted before anything is written; Ctrl-C stops the count (a
 /// --force'd sweep of 10^12 combinations takes that long) with nothing written: then None, and
 /// the message is printed here.
-fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<plan::PlanCount> {
+fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<units::PlanCount> {
     if s.product > 1_000_000 {
         crate::noteln!(
             "counting the sweep's {} combinations (Ctrl-C stops)",
             s.product
         );
     }
-    let counted = plan::count(&s.sweep, &s.combos, interrupts);
+    let counted = units::count(&s.sweep, &s.combos, interrupts);
     if counted.is_none() {
         crate::noteln!("stopped by Ctrl-C while counting the sweep's units; nothing was written");
     }
@@ -227,7 +227,7 @@ fn manifest_for(
     s: &Setup,
     opts: &RunOptions,
     info: &BackendInfo,
-    counted: &plan::PlanCount,
+    counted: &units::PlanCount,
     planned: u64,
     devices: Vec<usize>,
 ) -> Manifest {
@@ -248,7 +248,7 @@ fn manifest_for(
 /// run directory was published could not create theirs).
 fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
     for (i, c) in s.combos.iter().enumerate() {
-        super::handle::create_cache_dirs(spec, &Env::of(i, 1, c))
+        crate::exec::supervise::handle::create_cache_dirs(spec, &Env::of(i, 1, c))
             .map_err(|e| io(s, "creating the per-combination cache directories", e))?;
     }
     Ok(())
@@ -259,7 +259,7 @@ fn create_cache_dirs(s: &Setup, spec: &WorkerSpec) -> Result<(), CmdError> {
 fn stopped_by(s: &Setup, e: std::io::Error) -> CmdError {
     match e
         .get_ref()
-        .and_then(|r| r.downcast_ref::<super::supervisor::SpawnFailed>())
+        .and_then(|r| r.downcast_ref::<crate::exec::supervise::supervisor::SpawnFailed>())
     {
         Some(why) => CmdError::Failure(format!(
             "{why}\nthe run stopped: no unit was recorded for it; once workers can start again, continue with: rocsweep run --resume {}",
@@ -342,14 +342,15 @@ impl Target {
             .collect();
         // Nothing ran when this fails: the staging guard leaves no directory behind, and the
         // workers' logs are kept elsewhere, named in the message.
-        let (mut slots, mut info, devices) =
-            super::slots::start_slots(&spec, &logs, &s.sweep, interrupts, device_sel, &first)
-                .map_err(|e| super::slots::keep_logs(&logs, e))?;
+        let (mut slots, mut info, devices) = crate::exec::supervise::slots::start_slots(
+            &spec, &logs, &s.sweep, interrupts, device_sel, &first,
+        )
+        .map_err(|e| crate::exec::supervise::slots::keep_logs(&logs, e))?;
         let (groups, others) = check_groups(s, &spec, &logs, interrupts, envs, &mut slots)
-            .map_err(|e| super::slots::keep_logs(&logs, e))?;
+            .map_err(|e| crate::exec::supervise::slots::keep_logs(&logs, e))?;
         // The vendor library files the workers mapped get their soname and SHA-256 once per run
         // (the other groups' in `check_groups`).
-        super::libhash::complete(&mut info.libraries);
+        crate::exec::record::libhash::complete(&mut info.libraries);
         // `auto` says what it picked and why, first thing (an AMD user whose ROCm cannot run must
         // not read CPU numbers unawares); the manifest keeps the same words.
         // ROCm says which tree its workers use (and any mix of trees they found) first thing.
@@ -387,7 +388,7 @@ impl Target {
         out_given: bool,
     ) -> Result<(), CmdError> {
         if let Some(plan) = s.strategy.as_ref().filter(|_| !s.resuming()) {
-            super::strategy_plan::record(&self.work_dir, plan)
+            crate::exec::plan::strategy_plan::record(&self.work_dir, plan)
                 .map_err(|e| io(s, "writing strategy.json", e))?;
         }
         manifest::write(&self.work_dir, man).map_err(|e| io(s, "writing manifest.json", e))?;
@@ -434,11 +435,12 @@ fn check_groups(
     interrupts: &Arc<AtomicUsize>,
     envs: &[Env],
     slots: &mut [Slot],
-) -> Result<(Vec<super::slots::Group>, Vec<BackendInfo>), CmdError> {
+) -> Result<(Vec<crate::exec::supervise::slots::Group>, Vec<BackendInfo>), CmdError> {
     if envs.len() < 2 {
         return Ok((Vec::new(), Vec::new()));
     }
-    let checked = super::slots::check_other_groups(spec, logs, &s.sweep, interrupts, envs);
+    let checked =
+        crate::exec::supervise::slots::check_other_groups(spec, logs, &s.sweep, interrupts, envs);
     if checked.is_err() {
         for slot in slots.iter_mut() {
             slot.sup.shutdown();
@@ -448,7 +450,7 @@ fn check_groups(
     // Hashed here, before the run: no tree's files are hashed while the recorder holds its lock,
     // and `others` (copies of some groups' infos) get the digests with them.
     for g in &mut groups {
-        super::libhash::complete(&mut g.2.libraries);
+        crate::exec::record::libhash::complete(&mut g.2.libraries);
     }
     let mut others: Vec<BackendInfo> = Vec::new();
     let mut seen: Vec<Option<String>> = vec![envs[0].backend.map(String::from)];
@@ -482,7 +484,7 @@ fn open_recorder(
     s: &Setup,
     opts: &RunOptions,
     resumed: Option<Resume>,
-    counted: &plan::PlanCount,
+    counted: &units::PlanCount,
     planned: u64,
     man: &Manifest,
 ) -> Result<Mutex<Recorder>, CmdError> {
@@ -528,7 +530,7 @@ fn open_recorder(
         trials: state.trials,
         env_devices: man.env_devices.clone(),
         cannot_start: HashMap::new(),
-        contexts: super::recorder::Context::of_run(&s.combos),
+        contexts: crate::exec::record::recorder::Context::of_run(&s.combos),
         trees: TreeBook::default(),
     }))
 }
@@ -554,14 +556,16 @@ fn execute(
         trials: s.trials,
     };
     let shard = s.shard;
-    let entries = plan::passes(&s.sweep, &s.combos, cases, s.trials)
+    let entries = units::passes(&s.sweep, &s.combos, cases, s.trials)
         .filter(move |(_, i, _)| shard.is_none_or(|sh| sh.contains(*i)))
         .map(|(t, _, e)| (t, e));
     match &s.strategy {
         None => pool::execute(slots, entries, recorder, &params).map(|stop| (stop, 0)),
         Some(plan) => {
             let entries = entries.map(|(_, e)| e).collect();
-            super::strategy_run::run(slots, entries, recorder, &params, plan, &s.dir, opts.quiet)
+            crate::exec::strategy_run::run(
+                slots, entries, recorder, &params, plan, &s.dir, opts.quiet,
+            )
         }
     }
 }
@@ -591,7 +595,10 @@ fn finish(
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());
     man.counts = summary.counts_by_name();
     man.stopped = stopped.map(|st| match st {
-        Stop::Interrupted => format!("interrupted by {}", super::events::stop_cause()),
+        Stop::Interrupted => format!(
+            "interrupted by {}",
+            crate::exec::record::events::stop_cause()
+        ),
         Stop::DeviceUnhealthy => "device unhealthy after a hang or crash".to_string(),
     });
     let dir = &s.dir;
@@ -603,13 +610,13 @@ fn finish(
     match stopped {
         Some(Stop::Interrupted) => crate::noteln!(
             "stopped by {}; continue with: rocsweep run --resume {}",
-            super::events::stop_cause(),
+            crate::exec::record::events::stop_cause(),
             dir.display()
         ),
         Some(Stop::DeviceUnhealthy) => crate::noteln!(
             "error: the device stayed unhealthy after {} health probes; the remaining units are recorded `skipped` (device-unhealthy). \
              Check the device (dmesg, rocm-smi/nvidia-smi), then: rocsweep run --resume {}",
-            super::supervisor::PROBE_TRIES,
+            crate::exec::supervise::supervisor::PROBE_TRIES,
             dir.display()
         ),
         None => {}

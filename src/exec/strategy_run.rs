@@ -12,14 +12,14 @@
 //! that already has a measured row is read from it instead of run again, so the search replays
 //! to where it stopped and goes on from there without redoing any measured unit.
 
-use super::confirm::{self, ConfirmRow, Confirmation};
-use super::events::{Stop, Unit};
-use super::pool::{self, Entry, Listing, Params, Slot};
-use super::recorder::{Place, Recorder, lock};
-use super::strategy::{self, Evidence, Kind, Measured, Search, Verdict};
-use super::strategy_plan::Plan;
-use super::supervisor::Env;
-use super::unit::Outcome;
+use crate::exec::plan::confirm::{self, ConfirmRow, Confirmation};
+use crate::exec::plan::strategy::{self, Evidence, Kind, Measured, Search, Verdict};
+use crate::exec::plan::strategy_plan::Plan;
+use crate::exec::pool::{self, Entry, Listing, Params, Slot};
+use crate::exec::record::events::{Stop, Unit};
+use crate::exec::record::recorder::{Place, Recorder, lock};
+use crate::exec::supervise::supervisor::Env;
+use crate::exec::worker::unit::Outcome;
 use crate::op::{Case, canonical_text, unit_id};
 use crate::results::status::Status;
 use std::collections::HashSet;

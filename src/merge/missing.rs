@@ -3,7 +3,7 @@
 
 use super::{Input, cell, column, id_column, show};
 use crate::error::CmdError;
-use crate::exec::plan;
+use crate::exec::plan::units;
 use crate::op::unit_id;
 use crate::spec;
 use std::collections::{HashMap, HashSet};
@@ -49,7 +49,7 @@ impl Plan {
         let several_trees = spec::expand::several_trees(&combos);
         let mut order: HashMap<Key, usize> = HashMap::new();
         let mut entries: Vec<(Key, String)> = Vec::new();
-        for (pos, (_, env_key, case)) in plan::cases(&sweep, &combos).enumerate() {
+        for (pos, (_, env_key, case)) in units::cases(&sweep, &combos).enumerate() {
             let key = if case.solver == "all" {
                 Key::Case {
                     case_id: case.id.clone(),

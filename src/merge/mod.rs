@@ -16,7 +16,7 @@ mod missing;
 mod write;
 
 use crate::error::CmdError;
-use crate::exec::shard::Shard;
+use crate::exec::plan::shard::Shard;
 use crate::exit;
 use crate::op::OpKind;
 use crate::results::csv as rcsv;

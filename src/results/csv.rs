@@ -183,7 +183,7 @@ pub fn status_of(header: &[String], row: &[String]) -> Option<Status> {
 }
 
 impl ResultsWriter {
-    /// Opens an existing results.csv for appending (after exec/resume.rs reconciled it).
+    /// Opens an existing results.csv for appending (after exec/plan/resume.rs reconciled it).
     pub fn append_to(path: &Path) -> std::io::Result<ResultsWriter> {
         use std::os::unix::fs::OpenOptionsExt;
         crate::results::atomic::refuse_link(path)?;
@@ -251,7 +251,7 @@ pub fn upgrade_row(op: OpKind, header: &[String], row: &[String]) -> Option<Vec<
 
 /// A journal row, written in the layout of `old_header` (results.csv's header before `upgrade`)
 /// or already in the current one, in the current layout; a row of neither length is returned as
-/// it is (exec/resume.rs drops it if it does not fit).
+/// it is (exec/plan/resume.rs drops it if it does not fit).
 pub fn upgrade_journal_row(op: OpKind, old_header: &[String], row: &[String]) -> Vec<String> {
     if row.len() != header(op).len() && row.len() == old_header.len() {
         upgrade_row(op, old_header, row).unwrap_or_else(|| row.to_vec())

@@ -3,7 +3,7 @@
 //! compiler can crash or hang on a target it does not know (Debian's hipRTC 5.2 aborts on
 //! gfx1100) and that must cost one line, not the whole selftest.
 
-use crate::exec::handle::describe_exit;
+use crate::exec::supervise::handle::describe_exit;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;

@@ -6,9 +6,9 @@
 mod cases;
 mod compile;
 
-use crate::exec::handle::WorkerSpec;
-use crate::exec::supervisor::{Env, Supervisor};
-use crate::exec::unit::Outcome;
+use crate::exec::supervise::handle::WorkerSpec;
+use crate::exec::supervise::supervisor::{Env, Supervisor};
+use crate::exec::worker::unit::Outcome;
 use crate::exit;
 use crate::results::status::Status;
 use crate::spec::policy::Policies;

@@ -286,7 +286,7 @@ impl Conn {
         blobs: &[&[u8]],
         phase: &mut dyn FnMut(&str),
     ) -> Result<Answer, UnitError> {
-        if let Some(a) = crate::exec::fault::take_deferred() {
+        if let Some(a) = crate::exec::worker::fault::take_deferred() {
             head["fault"] = Json::from(a.name());
         }
         head["blobs"] = Json::from(blobs.iter().map(|b| b.len()).collect::<Vec<_>>());

@@ -5,10 +5,11 @@
 // Failures travel as `Outcome`s (the row they become); they are the cold path.
 #![allow(clippy::result_large_err)]
 
-use super::handle::{Recv, WorkerHandle, WorkerSpec, describe_exit};
-use super::protocol::{Event, PROTOCOL_VERSION, Request};
-use super::unit::Outcome;
 use crate::backend::BackendInfo;
+pub use crate::exec::supervise::handle::Env;
+use crate::exec::supervise::handle::{Recv, WorkerHandle, WorkerSpec, describe_exit};
+use crate::exec::worker::protocol::{Event, PROTOCOL_VERSION, Request};
+use crate::exec::worker::unit::Outcome;
 use crate::op::{Case, Problem};
 use crate::results::status::Status;
 use crate::spec::policy::Limits;
@@ -17,21 +18,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// An env combination as the supervisor sees it: which warm worker, and its variables. Each
-/// trial of a unit runs in a worker of its own: a change of `trial`, like a change of `index`,
-/// starts a new worker.
-#[derive(Clone, Copy, Debug)]
-pub struct Env<'a> {
-    pub index: usize,
-    /// 1-based trial (see `TimingPolicy::trials`).
-    pub trial: u32,
-    pub vars: &'a [(String, String)],
-    /// The backend of this context's workers when the run names several (else the spec's).
-    pub backend: Option<&'a str>,
-    /// The ROCm tree (the path given to its workers) when the run names several.
-    pub rocm: Option<&'a str>,
-}
 
 impl<'a> Env<'a> {
     /// The context of env combination `index` of a run, for `trial`.
@@ -238,7 +224,7 @@ impl Supervisor {
             };
             if self.interrupts.load(Ordering::SeqCst) >= 2 {
                 self.discard();
-                let how = match super::events::stop_cause() {
+                let how = match crate::exec::record::events::stop_cause() {
                     "Ctrl-C" => "stopped by a second Ctrl-C".to_string(),
                     other => format!("stopped by {other}"),
                 };

@@ -4,12 +4,12 @@
 //! that the strategies decide from. A unit's row is made in one place ([`Recorder::finish`]),
 //! whichever runner (grid or strategy) and whichever slot produced it.
 
-use super::events::{Event, Sink, Unit};
-use super::journal::Journal;
-use super::progress::Progress;
-use super::row::{self, UnitKey};
-use super::strategy::Measured;
-use super::unit::Outcome;
+use crate::exec::record::events::Measured;
+use crate::exec::record::events::{Event, Sink, Unit};
+use crate::exec::record::journal::Journal;
+use crate::exec::record::progress::Progress;
+use crate::exec::record::row::{self, UnitKey};
+use crate::exec::worker::unit::Outcome;
 use crate::results::csv::ResultsWriter;
 use crate::results::status::Status;
 use crate::results::summary::Summary;
@@ -39,7 +39,7 @@ pub struct Recorder {
     pub contexts: HashMap<String, Context>,
     /// ROCm: the tree each env combination's worker used and the files it mapped (the
     /// manifest's `rocm_trees`).
-    pub trees: super::trees::TreeBook,
+    pub trees: crate::exec::record::trees::TreeBook,
 }
 
 /// What a row of one worker context says besides its unit (see `Recorder::contexts`).
@@ -331,7 +331,7 @@ mod tests {
     fn one_finished_event_reaches_the_journal_the_csv_the_summary_and_the_strategies() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let mut r = recorder(dir.path());
-        let case = super::super::row::tests::gemm_case();
+        let case = crate::exec::record::row::tests::gemm_case();
         let unit = Unit {
             id: "u1",
             case: &case,
@@ -377,7 +377,7 @@ mod tests {
         r.csv.sync().unwrap_or_else(io);
 
         // The journal says started, trial, finished (with the row), in that order.
-        let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
+        let st = crate::exec::record::journal::read(dir.path()).unwrap_or_else(io);
         let row = st
             .finished
             .get("u1")
@@ -398,7 +398,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let mut r = recorder(dir.path());
         r.env_devices.insert("A=1".into(), "gpu1".into());
-        let case = super::super::row::tests::gemm_case();
+        let case = crate::exec::record::row::tests::gemm_case();
         for (id, env_key, want) in [("u1", "A=1", "gpu1"), ("u2", "A=2", "slot device")] {
             let unit = Unit {
                 id,
@@ -414,7 +414,7 @@ mod tests {
             };
             let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
             r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
-            let st = super::super::journal::read(dir.path()).unwrap_or_else(io);
+            let st = crate::exec::record::journal::read(dir.path()).unwrap_or_else(io);
             let row = st.finished.get(id).map(|r| r.fields()).unwrap_or_default();
             assert!(row.iter().any(|c| c == want), "{id}: {row:?}");
             assert!(row.iter().any(|c| c == "0"), "device_index: {row:?}");

@@ -2,8 +2,8 @@
 //! private copy of its stdout. Versioned: the worker announces its version in `ready` and the
 //! supervisor refuses a worker that speaks another.
 
-use super::unit::Outcome;
 use crate::backend::BackendInfo;
+use crate::exec::worker::unit::Outcome;
 use crate::op::{Case, Problem};
 use crate::spec::policy::Policies;
 use serde::{Deserialize, Serialize};
@@ -62,3 +62,7 @@ pub fn encode<T: Serialize>(msg: &T) -> String {
     s.push('\n');
     s
 }
+
+/// Set in every worker of a slot: the slot's device index (informational; the CPU backend has
+/// no devices to pick, so there it is the only variable set).
+pub const INDEX_VAR: &str = "ROCSWEEP_DEVICE_INDEX";

@@ -3,16 +3,16 @@
 //! trials, with every check that can refuse the run as bad input. Then the pieces `run` builds
 //! from it: the worker spec, the policies, a new run's manifest, and what a resume found.
 
-use super::devices::{self, DeviceSel};
-use super::handle::WorkerSpec;
-use super::options::RunOptions;
-use super::plan;
-use super::resume::Resume;
-use super::shard::{self, Shard, ShardRecord};
-use super::strategy_plan::{self, Plan};
 use crate::backend::BackendInfo;
 use crate::build_info;
 use crate::error::CmdError;
+use crate::exec::plan::options::RunOptions;
+use crate::exec::plan::resume::Resume;
+use crate::exec::plan::shard::{self, Shard, ShardRecord};
+use crate::exec::plan::strategy_plan::{self, Plan};
+use crate::exec::plan::units;
+use crate::exec::supervise::devices::{self, DeviceSel};
+use crate::exec::supervise::handle::WorkerSpec;
 use crate::results::manifest::{self, Host, Manifest, SweepInfo};
 use crate::results::rundir;
 use crate::results::status::Status;
@@ -145,8 +145,8 @@ impl Setup {
         if opts.retry_interrupted {
             again.push(Status::Interrupted);
         }
-        let r =
-            super::resume::read(&self.dir, self.sweep.op, &again).map_err(CmdError::BadInput)?;
+        let r = crate::exec::plan::resume::read(&self.dir, self.sweep.op, &again)
+            .map_err(CmdError::BadInput)?;
         Ok(Some(r))
     }
 
@@ -221,7 +221,7 @@ impl Setup {
         &self,
         opts: &RunOptions,
         info: &BackendInfo,
-        counted: &plan::PlanCount,
+        counted: &units::PlanCount,
         planned: u64,
         devices: Vec<usize>,
     ) -> Manifest {
@@ -470,7 +470,7 @@ fn every_unit_has_a_row(
     shard: Option<Shard>,
     ids: &HashSet<String>,
 ) -> bool {
-    plan::cases(sweep, combos)
+    units::cases(sweep, combos)
         .enumerate()
         .filter(|(i, _)| shard.is_none_or(|s| s.contains(*i as u64)))
         .all(|(_, (_, env_key, case))| {

@@ -1,7 +1,7 @@
 //! A unit's results.csv row, made from its outcome: the fixed columns in
 //! `results::csv::FIXED_COLUMNS` order, then the op's parameters.
 
-use super::unit::Outcome;
+use crate::exec::worker::unit::Outcome;
 use crate::op::Case;
 
 /// Everything that identifies a unit besides its outcome.

@@ -1,9 +1,9 @@
 //! The run's events: what the runner (exec/pool.rs, and exec/strategy_run.rs through it) says
 //! as it runs a plan. The journal, results.csv, the summary, the progress display and the
-//! strategy's record of what was measured consume the same stream (exec/recorder.rs), so no
+//! strategy's record of what was measured consume the same stream (exec/record/recorder.rs), so no
 //! part of a run reads back a file the run itself wrote.
 
-use super::unit::Outcome;
+use crate::exec::worker::unit::Outcome;
 use crate::op::Case;
 
 /// Why a run ended before its last unit.
@@ -99,4 +99,11 @@ pub enum Event<'a> {
 /// A consumer of the run's events.
 pub trait Sink {
     fn on(&mut self, ev: &Event) -> std::io::Result<()>;
+}
+
+/// A unit's measured outcome as a boundary search needs it (`exec::plan::strategy`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub status: crate::results::status::Status,
+    pub phase: String,
 }

@@ -2,18 +2,42 @@
 //! with its first worker, whose handshake says whether the backend can run and what it found.
 //! This process never opens a vendor library itself.
 
-use super::devices::{self, DeviceSel};
-use super::handle::WorkerSpec;
-use super::pool::Slot;
-use super::supervisor::{Env, Supervisor};
-use super::unit::Outcome;
 use crate::backend::BackendInfo;
 use crate::error::CmdError;
+use crate::exec::record::recorder::Place;
+use crate::exec::supervise::devices::{self, DeviceSel};
+use crate::exec::supervise::handle::WorkerSpec;
+use crate::exec::supervise::supervisor::{Env, Supervisor};
+use crate::exec::worker::unit::Outcome;
 use crate::results::status::Status;
 use crate::spec::Sweep;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+
+/// One worker pool: a supervisor and what its rows say about where they ran.
+pub struct Slot {
+    pub sup: Supervisor,
+    /// The `device_index` column: the `--devices` index, empty without.
+    pub label: String,
+    /// The `device` column: the device this slot's worker reported.
+    pub device: String,
+}
+
+impl Slot {
+    /// Where a row of this slot ran; `worker`: whether its worker produced it.
+    pub fn place(&self, worker: bool) -> Place<'_> {
+        Place {
+            label: &self.label,
+            reported: worker
+                .then(|| self.sup.info.as_ref().and_then(|i| i.devices.first()))
+                .flatten()
+                .map(String::as_str),
+            fallback: &self.device,
+            info: worker.then_some(self.sup.info.as_ref()).flatten(),
+        }
+    }
+}
 
 /// Starts one supervisor per device slot (one without `--devices`), each with its first worker,
 /// and returns them with the backend's info for the manifest (its `devices`: one per slot) and

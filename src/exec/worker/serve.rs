@@ -4,10 +4,10 @@
 //! The protocol goes out on a private duplicate of the original stdout; fd 1 is pointed at
 //! stderr (the worker's log file), so a vendor library printing to stdout cannot corrupt it.
 
-use super::fault::{self, Faults};
-use super::protocol::{Event, PROTOCOL_VERSION, Request, encode};
-use super::unit::{self, ReferenceCache};
 use crate::backend::{self, PhaseSink};
+use crate::exec::worker::fault::{self, Faults};
+use crate::exec::worker::protocol::{Event, PROTOCOL_VERSION, Request, encode};
+use crate::exec::worker::unit::{self, ReferenceCache};
 use crate::op::value::Value;
 use crate::op::{Case, OpKind, Problem, canonical_text};
 use crate::spec::policy::Policies;
@@ -214,7 +214,7 @@ fn open(out: &Out, backend_name: &str) -> Result<Box<dyn backend::Backend>, i32>
     );
     // A device pool's variables (`run --devices`), so each log says which device it drove.
     let device: String = [
-        super::devices::INDEX_VAR,
+        crate::exec::worker::protocol::INDEX_VAR,
         "HIP_VISIBLE_DEVICES",
         "CUDA_VISIBLE_DEVICES",
     ]

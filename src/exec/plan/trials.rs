@@ -2,7 +2,7 @@
 //! a worker process of its own (exec/pool.rs). An ok trial that is not the last is journaled;
 //! the last one, or the first that is not ok, makes the unit's row through [`combine`].
 
-use super::unit::Outcome;
+use crate::exec::worker::unit::Outcome;
 use crate::results::status::Status;
 
 /// The row of a unit from its earlier ok trials and the trial that ends it (`last`, trial

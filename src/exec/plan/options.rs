@@ -1,9 +1,9 @@
 //! What `rocsweep run` was asked to do (the command line's options, as `main` hands them over)
 //! and what it reports back.
 
-use super::devices::DeviceSel;
-use super::events::Stop;
-use super::shard::Shard;
+use crate::exec::plan::shard::Shard;
+use crate::exec::record::events::Stop;
+use crate::exec::supervise::devices::DeviceSel;
 use std::path::PathBuf;
 
 #[derive(Clone, Debug, Default)]
@@ -34,7 +34,7 @@ pub struct RunOptions {
     /// `--devices`: one worker pool per device (a resume reuses the run's devices without it).
     pub devices: Option<DeviceSel>,
     /// `--strategy`, `--along`, `--confirm`, `--confirm-seed` (see strategy.rs).
-    pub strategy: super::strategy::Kind,
+    pub strategy: crate::exec::plan::strategy::Kind,
     pub along: Option<String>,
     pub confirm: u64,
     pub confirm_seed: Option<u64>,

@@ -140,7 +140,7 @@ impl TreeBook {
             }
         }
         if !fresh.is_empty() {
-            super::libhash::complete(&mut fresh);
+            crate::exec::record::libhash::complete(&mut fresh);
             for f in fresh {
                 if let Some(lib) = libraries.iter_mut().find(|l| l.path == f.path) {
                     *lib = f.clone();
@@ -267,7 +267,7 @@ fn changed_files(recorded: &[LibraryFile]) -> Option<String> {
             ..LibraryFile::default()
         })
         .collect();
-    super::libhash::complete(&mut now);
+    crate::exec::record::libhash::complete(&mut now);
     let changed: Vec<String> = now
         .iter()
         .filter_map(|n| {

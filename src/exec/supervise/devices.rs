@@ -3,9 +3,7 @@
 //! rocm, CUDA_VISIBLE_DEVICES for cuda, and ROCSWEEP_DEVICE_INDEX for every backend). The
 //! supervisor only sees the extra environment; what it means is decided here.
 
-/// Set in every worker of a slot: the slot's device index (informational; the CPU backend has
-/// no devices to pick, so there it is the only variable set).
-pub const INDEX_VAR: &str = "ROCSWEEP_DEVICE_INDEX";
+pub use crate::exec::worker::protocol::INDEX_VAR;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceSel {

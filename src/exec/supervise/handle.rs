@@ -1,8 +1,7 @@
 //! A worker process seen from the supervisor: spawned in its own process group with exactly its
 //! env combination (no shell), stdout read by a thread into a channel, stderr into a log file.
 
-use super::protocol::{Event, Request, encode};
-use super::supervisor::Env;
+use crate::exec::worker::protocol::{Event, Request, encode};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -10,6 +9,21 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+/// An env combination as the supervisor sees it: which warm worker, and its variables. Each
+/// trial of a unit runs in a worker of its own: a change of `trial`, like a change of `index`,
+/// starts a new worker.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    pub index: usize,
+    /// 1-based trial (see `TimingPolicy::trials`).
+    pub trial: u32,
+    pub vars: &'a [(String, String)],
+    /// The backend of this context's workers when the run names several (else the spec's).
+    pub backend: Option<&'a str>,
+    /// The ROCm tree (the path given to its workers) when the run names several.
+    pub rocm: Option<&'a str>,
+}
 
 /// Reads (of up to 8 KiB) of what a worker wrote before it ended; a helper it forked that
 /// keeps writing to the pipe is not followed further.
@@ -176,7 +190,7 @@ impl WorkerHandle {
             cmd.env(k, v);
         }
         let combo = serde_json::to_string(env.vars).map_err(std::io::Error::other)?;
-        cmd.env(super::worker::ENV_COMBO, combo);
+        cmd.env(crate::exec::worker::serve::ENV_COMBO, combo);
         let mut child = spawn_retrying_busy(&mut cmd)?;
         let stdout = child
             .stdout

@@ -2,9 +2,9 @@
 //! resolved against its sweep, and strategy.json, where a run directory keeps it so that
 //! `--resume` replays the same search.
 
-use super::options::RunOptions;
-use super::strategy::{Along, Kind, StrategyInfo};
 use crate::error::CmdError;
+use crate::exec::plan::options::RunOptions;
+use crate::exec::plan::strategy::{Along, Kind, StrategyInfo};
 use crate::spec::Sweep;
 use std::path::Path;
 

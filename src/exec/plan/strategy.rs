@@ -89,12 +89,7 @@ pub fn class(s: Status) -> Class {
     }
 }
 
-/// A measured outcome as the search needs it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    pub status: Status,
-    pub phase: String,
-}
+pub use crate::exec::record::events::Measured;
 
 /// What a search decided about a position of a line that it did not measure.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,11 +1,11 @@
 //! `run --dry-run`: the plan printed (one line per case, or a shard's own units), nothing run
 //! and nothing written.
 
-use super::events::Unit;
-use super::options::RunReport;
-use super::plan;
-use super::shard::Shard;
 use crate::error::CmdError;
+use crate::exec::plan::options::RunReport;
+use crate::exec::plan::shard::Shard;
+use crate::exec::plan::units;
+use crate::exec::record::events::Unit;
 use crate::spec::Sweep;
 use crate::spec::expand::EnvCombo;
 use std::io::Write;
@@ -35,7 +35,7 @@ fn print_shard(
     shard: Shard,
 ) -> std::io::Result<()> {
     let (mut total, mut taken) = (0u64, 0u64);
-    for (i, (_, env_key, case)) in plan::cases(sweep, combos).enumerate() {
+    for (i, (_, env_key, case)) in units::cases(sweep, combos).enumerate() {
         total += 1;
         if shard.contains(i as u64) {
             taken += 1;
@@ -57,7 +57,7 @@ fn print_shard(
 /// Every valid case once (not per env combination), then the count: cases, units, the invalid
 /// combinations dropped.
 fn print_cases(w: &mut impl Write, sweep: &Sweep, combos: usize) -> std::io::Result<()> {
-    let mut count = plan::PlanCount::default();
+    let mut count = units::PlanCount::default();
     for case in sweep.cases() {
         match case {
             Ok(case) => {

@@ -3,9 +3,9 @@
 //! watchdog, so the CLI process never loads a vendor library (a driver that hangs in its
 //! initialisation hangs a worker, which is killed at the init limit).
 
-use super::handle::WorkerSpec;
-use super::supervisor::{Env, Supervisor};
 use crate::backend::BackendInfo;
+use crate::exec::supervise::handle::WorkerSpec;
+use crate::exec::supervise::supervisor::{Env, Supervisor};
 use crate::op::Problem;
 use crate::spec::policy::Limits;
 use std::path::PathBuf;

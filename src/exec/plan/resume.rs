@@ -7,9 +7,9 @@
 //! row is replaced by the journal's, and CSV rows that are torn, of the wrong width or with an
 //! unknown status are dropped when the journal has nothing for them.
 
-use super::journal::{self, State};
-use super::strategy::Measured;
 use crate::error::CmdError;
+use crate::exec::plan::strategy::Measured;
+use crate::exec::record::journal::{self, State};
 use crate::op::OpKind;
 use crate::results::csv::{self as rcsv, CompactRow, OPTIONAL_COLUMNS};
 use crate::results::status::Status;
@@ -371,12 +371,12 @@ fn free_bytes(dir: &Path) -> std::io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::journal::Journal;
-    use crate::exec::row::{UnitKey, record};
-    use crate::exec::unit::Outcome;
+    use crate::exec::record::journal::Journal;
+    use crate::exec::record::row::{UnitKey, record};
+    use crate::exec::worker::unit::Outcome;
 
     fn row(id: &str, status: Status) -> Vec<String> {
-        let case = crate::exec::row::tests::gemm_case();
+        let case = crate::exec::record::row::tests::gemm_case();
         let key = UnitKey {
             unit_id: id,
             case: &case,

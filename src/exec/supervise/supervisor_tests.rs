@@ -1,7 +1,7 @@
 //! A worker is any program that speaks the protocol: these are shell scripts, real
 //! processes that really hang, print garbage and die.
 use super::*;
-use crate::exec::protocol::encode;
+use crate::exec::worker::protocol::encode;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -54,7 +54,7 @@ fn env() -> Env<'static> {
 }
 
 fn run(sup: &mut Supervisor, seen: &mut Vec<String>) -> Outcome {
-    let case = super::super::row::tests::gemm_case();
+    let case = crate::exec::record::row::tests::gemm_case();
     let mut watch = |w: Watch| match w {
         Watch::Phase(p) => seen.push(format!("phase {p}")),
         Watch::Beat { silent_s } => seen.push(format!("beat {silent_s:.0}")),

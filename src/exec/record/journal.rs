@@ -4,7 +4,7 @@
 //! that is not the unit's last; `finished` carries the unit's CSV row and is written before that
 //! row goes to results.csv. `--resume` reads it back.
 
-use super::unit::Outcome;
+use crate::exec::worker::unit::Outcome;
 use crate::results::status::Status;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
