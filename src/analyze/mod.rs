@@ -4,16 +4,11 @@
 pub mod boundary;
 pub mod boundary_render;
 pub mod compare;
-pub mod compare_libs;
-pub mod compare_render;
-pub mod compare_tree;
 pub mod effect;
 pub mod layers;
 pub mod noise;
 pub mod ratio_plot;
 pub mod recommend;
-pub mod recommend_render;
-pub mod recommend_rules;
 pub mod repro;
 pub mod torch_script;
 pub mod tree;

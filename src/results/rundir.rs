@@ -242,6 +242,19 @@ fn remove_abandoned(own: &Path, name: &str) {
     }
 }
 
+/// The last component of a run directory, resolving `.` and `..` when it has none.
+pub fn dir_label(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .or_else(|| {
+            dir.canonicalize()
+                .ok()?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -65,7 +65,7 @@ impl Side {
 
     /// What names this side in compare's header: the run directory's name, with `@LABEL`.
     pub fn label(&self) -> String {
-        let dir = super::compare::dir_label(&self.dir);
+        let dir = crate::results::rundir::dir_label(&self.dir);
         match &self.tree {
             None => dir,
             Some(t) => format!("{dir}@{t}"),
@@ -75,7 +75,7 @@ impl Side {
     /// What names this side in file names: the run directory's name, and the tree's label with
     /// anything but `[A-Za-z0-9._-]` as `_`.
     pub fn file_label(&self) -> String {
-        let dir = super::compare::dir_label(&self.dir);
+        let dir = crate::results::rundir::dir_label(&self.dir);
         match &self.tree {
             None => dir,
             Some(t) => {

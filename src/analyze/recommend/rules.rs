@@ -7,9 +7,9 @@
 //! leaves pure (`tree::grow_pure`); a leaf that still mixes outcomes is written "mostly", with its
 //! exceptions named.
 
-use super::boundary::Axes;
-use super::recommend::Rule;
-use super::tree::{self, Column, Data, Leaf};
+use super::answer::Rule;
+use crate::analyze::boundary::Axes;
+use crate::analyze::tree::{self, Column, Data, Leaf};
 use crate::results::rundata::Row;
 use crate::results::status::Status;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -210,7 +210,7 @@ fn leaf_rule(rows: &[&Row], feats: &[Feature], data: &Data, leaf: &Leaf, when: S
                 .iter()
                 .map(|f| format!("{}={}", f.name, f.value(r)))
                 .collect();
-            let what = super::boundary_render::how(r.status, &r.phase);
+            let what = crate::analyze::boundary_render::how(r.status, &r.phase);
             format!("{what} at {}", at.join(" "))
         })
         .collect();

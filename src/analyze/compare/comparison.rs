@@ -1,20 +1,16 @@
-//! `rocsweep compare RUN_A RUN_B`: the same sweep run twice (two ROCm releases, two drivers, two
-//! machines), matched unit by unit. Pure functions build a [`Comparison`] from two loaded runs
-//! and render it; [`command`] only loads, writes files and picks the exit code.
+//! A [`Comparison`] of two runs of one sweep, matched unit by unit: each unit's outcome on
+//! either side, the noise-aware verdict of its time, and the counts over them. Pure: built from
+//! two runs' rows, rendered by `render`.
 
-use super::noise;
-use crate::error::CmdError;
+use crate::analyze::noise;
 use crate::exit;
 use crate::results::rundata::{Row, RunData, Text};
 use crate::results::status::Status;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
-pub use super::compare_render::{csv_text, markdown};
-
-pub use super::noise::{RULE as VERDICT_RULE, Timing, Verdict};
+pub use crate::analyze::noise::{RULE as VERDICT_RULE, Timing, Verdict};
 
 /// One side of a unit's comparison.
 #[derive(Clone, Debug)]
@@ -98,18 +94,7 @@ impl RunInfo {
     }
 }
 
-/// The last component of a run directory, resolving `.` and `..` when it has none.
-pub fn dir_label(dir: &Path) -> String {
-    dir.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .or_else(|| {
-            dir.canonicalize()
-                .ok()?
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        })
-        .unwrap_or_else(|| dir.display().to_string())
-}
+use crate::results::rundir::dir_label;
 
 #[derive(Clone, Debug)]
 pub struct Comparison {
@@ -222,7 +207,7 @@ pub fn compare_rows<E>(
         units,
         floors,
         weighted: weights.is_some(),
-        libraries: super::compare_libs::section(a, b),
+        libraries: super::libs::section(a, b),
     })
 }
 
@@ -442,71 +427,4 @@ pub fn exit_code(c: &Comparison, fail_on_regression: bool) -> i32 {
     } else {
         exit::OK
     }
-}
-
-pub fn default_out(run_a: &Path, run_b: &Path) -> PathBuf {
-    run_b.join(format!("compare-{}", dir_label(run_a)))
-}
-
-pub fn command(
-    run_a: &Path,
-    run_b: &Path,
-    out: Option<&Path>,
-    force: bool,
-    fail_on_regression: bool,
-) -> Result<i32, CmdError> {
-    // Each side is a run directory, or `RUN@LABEL`: one ROCm tree of a run over several.
-    let (side_a, side_b) = (
-        super::compare_tree::Side::parse(run_a),
-        super::compare_tree::Side::parse(run_b),
-    );
-    let (a, rows_a) = side_a.open()?;
-    let (b, rows_b) = side_b.open()?;
-    if let Err(why) = check_same_sweep(&a, &b)
-        && !force
-    {
-        return Err(CmdError::BadInput(format!(
-            "{why}; pass --force to compare them anyway (units are matched by id)"
-        )));
-    }
-    let mut c = compare_rows((&a, rows_a), (&b, rows_b))?;
-    c.a.label = side_a.label();
-    c.b.label = side_b.label();
-    let dir = out.map_or_else(
-        || side_b.dir.join(format!("compare-{}", side_a.file_label())),
-        Path::to_path_buf,
-    );
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| CmdError::Failure(format!("{}: {e}", dir.display())))?;
-    let write = |name: &str, text: &str| {
-        let p = dir.join(name);
-        crate::results::atomic::write(&p, text)
-            .map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))
-    };
-    write("compare.csv", &csv_text(&c)?)?;
-    let ratios: Vec<(f64, Verdict)> = c.units.iter().filter_map(|u| u.ratio).collect();
-    let plot = if ratios.is_empty() {
-        None
-    } else {
-        let drawn = crate::results::atomic::write_via(&dir.join("ratio.png"), |tmp| {
-            super::ratio_plot::draw(tmp, &ratios).map_err(std::io::Error::other)
-        });
-        match drawn {
-            Ok(()) => Some("ratio.png"),
-            Err(e) => {
-                crate::noteln!("warning: the ratio plot was not drawn: {e}");
-                None
-            }
-        }
-    };
-    write("compare.md", &markdown(&c, plot))?;
-    crate::sayln!("{}", c.headline());
-    crate::sayln!("written: {}", dir.join("compare.md").display());
-    let code = exit_code(&c, fail_on_regression);
-    if code != exit::OK {
-        for line in c.regression_lines() {
-            crate::noteln!("regression: {line}");
-        }
-    }
-    Ok(code)
 }

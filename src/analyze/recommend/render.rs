@@ -1,10 +1,10 @@
 //! recommend.md and the shell profile from a [`Recommendation`](super::recommend::Recommendation):
 //! text only, no files.
 
-use super::boundary::{self, Boundary};
-use super::boundary_render::{self, Show};
-use super::recommend::{ComboReport, PROFILE_NAME, Recommendation};
-use super::tree;
+use super::answer::{ComboReport, PROFILE_NAME, Recommendation};
+use crate::analyze::boundary::{self, Boundary};
+use crate::analyze::boundary_render::{self, Show};
+use crate::analyze::tree;
 use crate::markup::markdown::{code, escape as md, table};
 use crate::markup::shell;
 use crate::markup::table::{Cell, Table};
@@ -242,9 +242,9 @@ fn effects(s: &mut String, r: &Recommendation) {
         "Units that differ only in one variable are paired, for each pair of its values. {}\n\n\
          A speed difference is the variable's effect only when more units are called one way than the rule's \
          false calls explain (P(Binomial(n, {:.0} %) >= k) < {:.0} %).\n",
-        super::noise::RULE,
-        super::effect::FALSE_CALL_RATE * 100.0,
-        super::effect::SIGNIFICANCE * 100.0
+        crate::analyze::noise::RULE,
+        crate::analyze::effect::FALSE_CALL_RATE * 100.0,
+        crate::analyze::effect::SIGNIFICANCE * 100.0
     );
     if r.effects.is_empty() {
         s.push_str("No variable takes more than one value.\n");

@@ -1,7 +1,9 @@
-//! compare.csv and compare.md from a [`Comparison`](super::compare::Comparison): text only, no
+//! compare.csv and compare.md from a [`Comparison`](super::comparison::Comparison): text only, no
 //! files, so golden tests read exactly what `compare` writes.
 
-use super::compare::{Comparison, Outcome, RunInfo, Timing, UnitCmp, VERDICT_RULE, Verdict, short};
+use super::comparison::{
+    Comparison, Outcome, RunInfo, Timing, UnitCmp, VERDICT_RULE, Verdict, short,
+};
 use crate::error::CmdError;
 use crate::markup::markdown::{escape as md, table};
 use crate::markup::table::{Cell, Span, Table};
