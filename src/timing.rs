@@ -94,18 +94,6 @@ pub fn calls_per_sample(batch: Batch, call_s: f64) -> usize {
     }
 }
 
-/// The error of a launch-free sample whose blocking kernel gave up before the host released it:
-/// `k` queued calls waited for the device (a call that synchronizes with the host).
-pub fn blocker_timed_out(k: usize) -> crate::backend::UnitError {
-    crate::backend::UnitError::Library {
-        library: "rocsweep-timing".into(),
-        code: "blocking kernel timed out".into(),
-        message: format!(
-            "{k} queued call(s) waited for the device before the timer released it; a call that synchronizes with the host cannot be timed launch-free"
-        ),
-    }
-}
-
 /// How many input sets (the original and its copies) make up `bytes` of rotating inputs, for
 /// inputs of `set_bytes` each: at least 1, at most 256.
 pub fn rotating_sets(bytes: u64, set_bytes: u64) -> usize {

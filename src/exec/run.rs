@@ -83,7 +83,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
     // (start_slots), before anything is published: this process never loads a vendor library.
     for b in &s.backends {
-        crate::backend::check_name(b).map_err(CmdError::BadInput)?;
+        crate::backend::registry::check_name(b).map_err(CmdError::BadInput)?;
     }
     let device_sel = s.device_sel(opts)?;
     warn_code_vars(&s.combos);

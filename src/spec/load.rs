@@ -100,14 +100,14 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
 }
 
 /// The backends: a name (`backend = "cpu"`) or a list of distinct names (`backend = ["cpu",
-/// "torch"]`), each one `backend::check_name` knows; `auto` when absent.
+/// "torch"]`), each one `backend::registry::check_name` knows; `auto` when absent.
 fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
     Ok(names(
         cx,
         root,
         "backend",
         "a backend name",
-        crate::backend::check_name,
+        crate::backend::registry::check_name,
     )?
     .unwrap_or_else(|| vec!["auto".to_string()]))
 }

@@ -280,11 +280,11 @@ fn check_value(op: OpKind, slot: usize, v: &Value) -> Result<(), String> {
     match op.params().get(slot) {
         Some(def) => def.check(v),
         None => match v {
-            Value::Str(s) if crate::backend::is_known_solver(op, s) => Ok(()),
+            Value::Str(s) if crate::backend::registry::is_known_solver(op, s) => Ok(()),
             Value::Str(s) => Err(format!(
                 "unknown solver `{s}` for {}, expected one of: default, all, {} (or solver#<id>)",
                 op.name(),
-                crate::backend::solver_names(op).join(", ")
+                crate::backend::registry::solver_names(op).join(", ")
             )),
             other => Err(format!(
                 "`solver` expects a string, found {}",

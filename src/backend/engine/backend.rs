@@ -4,7 +4,7 @@
 //! (through the vendor's `telemetry::Monitor`) live here; the vendor makes the library calls
 //! (convolution, GEMM, normals, the graph's GEMM and convolution).
 
-use super::Dev;
+use super::device::Dev;
 use super::graph::{self, Sequence};
 use super::kernels::Kernels;
 use super::probes::{self, Normals};

@@ -7,11 +7,11 @@
 //! earlier replay's output). Both backends' sequences are a `GemmThenConv` of their library
 //! calls.
 
+use super::device::{Dev, Device};
 use super::kernels::Kernels;
 use super::mem::Tensor;
 use super::run::Call;
 use super::runtime::{Ptr, Runtime, Stage};
-use super::{Dev, Device};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::op::graph::{Graph, GraphInputs};
 use crate::tensor::HostData;

@@ -20,6 +20,7 @@
 
 pub mod backend;
 pub mod cuda;
+pub mod device;
 pub mod ffi;
 pub mod gemm;
 pub mod graph;
@@ -31,88 +32,7 @@ pub mod run;
 pub mod runtime;
 pub mod timer;
 
-use crate::backend::UnitError;
-use mem::DevMem;
-use runtime::Runtime;
-use std::cell::RefCell;
-use std::rc::Rc;
-
-/// A worker's device: the runtime (its one stream included) and what the timer keeps between
-/// units. Dereferences to the runtime, so a backend reaches its own runtime's fields through it.
-pub struct Device<R: Runtime> {
-    pub rt: Rc<R>,
-    /// The launch-free timer's blocking kernel, made on first use.
-    blocker: RefCell<Option<Result<timer::Blocker<R>, UnitError>>>,
-    /// The cold-sample flush buffer (`flush_cache`), made on first use.
-    flush: RefCell<Option<DevMem<R>>>,
-    /// The pinned buffer inputs are uploaded through, piece by piece (`mem::STAGE_BYTES`).
-    stage: RefCell<Option<mem::Pinned<R>>>,
-}
-
-/// The device as units hold it.
-pub type Dev<R> = Rc<Device<R>>;
-
-impl<R: Runtime> std::ops::Deref for Device<R> {
-    type Target = R;
-    fn deref(&self) -> &R {
-        &self.rt
-    }
-}
-
-impl<R: Runtime> Device<R> {
-    pub fn new(rt: R) -> Dev<R> {
-        Rc::new(Device {
-            rt: Rc::new(rt),
-            blocker: RefCell::new(None),
-            flush: RefCell::new(None),
-            stage: RefCell::new(None),
-        })
-    }
-
-    /// Writes `bytes` (0: the runtime's default) of device memory before a cold sample,
-    /// evicting the working set from the caches, and waits for it. The buffer is kept for the
-    /// worker's next flush; a flush that cannot be made is skipped (the sample is then warm,
-    /// which the row's numbers show, rather than an error).
-    pub fn flush_cache(&self, bytes: u64) {
-        let want = if bytes > 0 {
-            bytes as usize
-        } else {
-            self.rt.default_flush_bytes()
-        };
-        if want == 0 {
-            return;
-        }
-        let mut slot = self.flush.borrow_mut();
-        if slot.as_ref().is_none_or(|m| m.bytes < want) {
-            *slot = None;
-            *slot = DevMem::alloc(&self.rt, want).ok();
-        }
-        if let Some(m) = slot.as_ref() {
-            // SAFETY: the buffer holds m.bytes bytes.
-            let _ = unsafe { self.rt.memset_async(m.ptr, m.bytes) };
-            let _ = self.rt.sync();
-        }
-    }
-
-    pub fn upload(&self, h: &crate::tensor::HostData) -> Result<mem::Tensor<R>, UnitError> {
-        mem::Tensor::upload(&self.rt, h, &mut self.stage.borrow_mut())
-    }
-
-    pub fn zeros(
-        &self,
-        dtype: crate::dtype::DType,
-        len: usize,
-    ) -> Result<mem::Tensor<R>, UnitError> {
-        mem::Tensor::zeros(&self.rt, dtype, len)
-    }
-
-    /// A workspace of `bytes` (none for zero).
-    pub fn workspace(&self, bytes: usize) -> Result<Option<DevMem<R>>, UnitError> {
-        (bytes > 0)
-            .then(|| DevMem::alloc(&self.rt, bytes))
-            .transpose()
-    }
-}
+pub use device::*;
 
 #[cfg(test)]
 mod tests;

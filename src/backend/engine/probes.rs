@@ -2,10 +2,10 @@
 //! kernel for f16/bf16), copies (pageable and pinned, each direction) and casts through the
 //! engine's kernels.
 
+use super::device::{Dev, Device};
 use super::kernels::Kernels;
 use super::mem::{DevMem, Pinned, Tensor};
 use super::runtime::{CopyKind, Ptr, Runtime};
-use super::{Dev, Device};
 use crate::backend::{PhaseSink, Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::cast::Cast;

@@ -4,9 +4,9 @@
 //! copies of the two inputs that consecutive calls, graph-captured ones too, use in turn, so
 //! that a sample is not served from L2 by the call before it.
 
+use super::device::{Dev, Device};
 use super::mem::Tensor;
 use super::runtime::{Ptr, Runtime};
-use super::{Dev, Device};
 use crate::backend::{Prepared, UnitError};
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, ConvInputs};

@@ -2,9 +2,9 @@
 //! runtime is an implementation of `Runtime` and nothing more, and tests what the engine itself
 //! decides (uploads checked, implausible intervals refused, flushes and graphs bookkept).
 
+use super::device::{Dev, Device};
 use super::mem::{DevMem, Tensor};
 use super::runtime::{CopyKind, Program, Ptr, Runtime};
-use super::{Dev, Device};
 use crate::backend::UnitError;
 use crate::dtype::DType;
 use crate::tensor::HostData;

@@ -9,12 +9,10 @@
 //! One call between two events, with neither, is the per-call figure. An event interval of zero
 //! or less (seen with MIOpen on gfx1151) is an error, never a sample.
 
-use super::Device;
 use super::kernels::Module;
 use super::mem::Pinned;
 use super::runtime::{Program, Ptr, Runtime};
 use crate::backend::UnitError;
-use crate::timing::{Batch, Sample, calls_per_sample};
 use std::ffi::{c_longlong, c_void};
 use std::rc::Rc;
 
@@ -68,7 +66,7 @@ impl<R: Runtime> Blocker<R> {
     }
 
     /// Device seconds per call of `k` calls of `f` queued behind the blocking kernel.
-    fn blocked(
+    pub(super) fn blocked(
         &self,
         rt: &R,
         k: usize,
@@ -89,7 +87,7 @@ impl<R: Runtime> Blocker<R> {
         self.set(0, 1);
         let secs = secs?;
         if self.get(1) != 0 {
-            return Err(crate::timing::blocker_timed_out(k));
+            return Err(blocker_timed_out(k));
         }
         Ok(secs / k as f64)
     }
@@ -152,7 +150,7 @@ fn events_then<R: Runtime>(
 
 /// Device seconds per call of `k` calls of `f` captured into one graph and replayed; None when
 /// the calls cannot be captured (the stream is usable again either way).
-fn graphed<R: Runtime>(
+pub(super) fn graphed<R: Runtime>(
     rt: &R,
     blocker: &Blocker<R>,
     k: usize,
@@ -196,45 +194,14 @@ fn graphed<R: Runtime>(
     result
 }
 
-impl<R: Runtime> Device<R> {
-    /// One sample of `f`: one call with its launch, then `calls_per_sample` calls launch-free.
-    pub fn timed(
-        &self,
-        batch: Batch,
-        mut f: impl FnMut() -> Result<(), UnitError>,
-    ) -> Result<Sample, UnitError> {
-        let rt: &R = &self.rt;
-        let call = events(rt, &mut f)?;
-        let k = calls_per_sample(batch, call);
-        if self.blocker.borrow().is_none() {
-            let made = Blocker::new(&self.rt);
-            *self.blocker.borrow_mut() = Some(made);
-        }
-        // A shared borrow for the sample: nothing the calls do can need the blocker mutably.
-        let slot = self.blocker.borrow();
-        let blocker = match slot.as_ref() {
-            Some(Ok(b)) => b,
-            Some(Err(e)) => return Err(e.clone()),
-            None => return Err(UnitError::Unsupported("no launch-free timer".into())),
-        };
-        // A cold sample (one call after a cache flush) is not captured: it waits behind the
-        // blocker as it is.
-        if R::GRAPHED_TIMING
-            && batch == Batch::Auto
-            && let Some(device) = graphed(rt, blocker, k, &mut f)?
-        {
-            return Ok(Sample { device, call });
-        }
-        let device = blocker.blocked(rt, k, &mut f)?;
-        Ok(Sample { device, call })
-    }
-
-    /// One sample of a call that synchronizes with the host (a copy from pageable memory): it
-    /// cannot wait behind the blocking kernel, so both figures are one call between two events.
-    pub fn timed_host_sync(
-        &self,
-        f: impl FnOnce() -> Result<(), UnitError>,
-    ) -> Result<Sample, UnitError> {
-        events(&*self.rt, f).map(Sample::same)
+/// The error of a launch-free sample whose blocking kernel gave up before the host released it:
+/// `k` queued calls waited for the device (a call that synchronizes with the host).
+fn blocker_timed_out(k: usize) -> UnitError {
+    UnitError::Library {
+        library: "rocsweep-timing".into(),
+        code: "blocking kernel timed out".into(),
+        message: format!(
+            "{k} queued call(s) waited for the device before the timer released it; a call that synchronizes with the host cannot be timed launch-free"
+        ),
     }
 }

@@ -3,9 +3,9 @@
 //! solver takes the miopenFindConvolution*Algorithm path that PyTorch uses, where seed 004's hangs
 //! happened.
 
-use super::DevMem;
-use super::DevRef;
 use super::hip::Ptr;
+use super::libs::DevMem;
+use super::libs::DevRef;
 use super::miopen::{self, ConvAlgoPerf, ConvDesc, ConvSolution, Handle, MiopenRef, TensorDesc};
 use super::solvers::{self, Algo};
 use crate::backend::engine;

@@ -3,11 +3,11 @@
 //! solver's prefix is the library, so `solver = ["hipblaslt", "rocblas"]` is the library axis.
 //! Row-major C = op(A) op(B) is computed as the column-major C^T = op(B)^T op(A)^T.
 
-use super::DevMem;
 use super::hip::Ptr;
 use super::hipblaslt::{self as lt, HeuristicResult, HipblasltRef, Obj};
+use super::libs::DevMem;
+use super::libs::{DevRef, Lib, need};
 use super::rocblas::{self as rb, RocblasRef};
-use super::{DevRef, Lib, need};
 use crate::backend::engine;
 use crate::backend::engine::gemm::{Heuristic, Scalars, WORKSPACE, col_major};
 use crate::backend::{PhaseSink, Prepared, UnitError};

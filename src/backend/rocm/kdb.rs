@@ -5,7 +5,7 @@ use crate::rocm_tree::kernels::check;
 
 /// rocBLAS and hipBLASLt without kernels for the device's `arch` become missing libraries: the
 /// real ones would abort the worker at their first call.
-pub(super) fn gate(libs: &mut super::Libs, arch: &str) {
+pub(super) fn gate(libs: &mut super::libs::Libs, arch: &str) {
     let rb = libs.rocblas.as_ref().ok().and_then(|r| {
         check("rocBLAS", &r.path, "ROCBLAS_TENSILE_LIBPATH", arch)
             .err()

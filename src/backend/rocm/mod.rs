@@ -18,6 +18,7 @@ mod hipblaslt;
 mod hiprand;
 pub(crate) mod hiprtc;
 mod kdb;
+mod libs;
 pub mod loader;
 mod miopen;
 pub mod provenance;
@@ -36,7 +37,6 @@ use crate::op::graph::Graph;
 use crate::op::{OpKind, Problem};
 use hip::{Hip, Stream};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Solver names the ROCm backend knows per op (for sweep validation; `solver#<id>` and
 /// `hipblaslt#...` are accepted by pattern).
@@ -59,50 +59,9 @@ pub fn accepts_solver(op: OpKind, s: &str) -> bool {
             .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// The device: the engine over the HIP runtime and its one stream.
-pub type Dev = engine::Device<HipRt>;
-pub type DevRef = engine::Dev<HipRt>;
-pub type DevMem = engine::mem::DevMem<HipRt>;
-pub type Kernels = engine::kernels::Kernels<HipRt>;
-
-/// A library that loaded, or the message saying why not.
-pub(crate) type Lib<T> = Result<T, String>;
-
-struct Libs {
-    hiprtc: Lib<Arc<hiprtc::Hiprtc>>,
-    miopen: Lib<miopen::MiopenRef>,
-    hipblaslt: Lib<hipblaslt::HipblasltRef>,
-    rocblas: Lib<rocblas::RocblasRef>,
-    hiprand: Lib<hiprand::HiprandRef>,
-}
-
-impl Libs {
-    fn load(hip: &Hip) -> Libs {
-        Libs {
-            hiprtc: hiprtc::Hiprtc::load(hip).map(Arc::new),
-            miopen: miopen::Miopen::load(),
-            hipblaslt: hipblaslt::Hipblaslt::load(hip.version),
-            rocblas: rocblas::Rocblas::load(),
-            hiprand: hiprand::Hiprand::load(),
-        }
-    }
-}
-
-/// The library, or an error row naming it and where it was looked for (or which kernels it
-/// lacks).
-fn need<T: Clone>(lib: &Lib<T>, library: &str) -> Result<T, UnitError> {
-    lib.clone().map_err(|why| {
-        let missing = why.contains(crate::rocm_tree::kernels::MISSING);
-        let code = if missing {
-            "KERNELS_MISSING"
-        } else if why.contains(loader::UNLOADABLE) {
-            "LIBRARY_UNLOADABLE"
-        } else {
-            "LIBRARY_NOT_FOUND"
-        };
-        UnitError::library(library, code, why)
-    })
-}
+pub(crate) use libs::Lib;
+pub use libs::{Dev, DevMem, DevRef, Kernels};
+use libs::{Libs, need};
 
 /// The ROCm backend: the engine over HIP with ROCm's libraries.
 pub type RocmBackend = GpuBackend<Rocm>;

@@ -208,7 +208,7 @@ impl Setup {
                 .chain(self.torch_needs_gpu())
                 .collect(),
             cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
-            cache_vars: crate::backend::isolated_cache_vars(&self.backend)
+            cache_vars: crate::backend::registry::isolated_cache_vars(&self.backend)
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
@@ -446,14 +446,14 @@ fn resolve_tree(label: &str, source: &str) -> Result<RocmTree, CmdError> {
 }
 
 /// `--backend`'s value: one name or a comma-separated list of distinct names (`cpu,torch`),
-/// each one `backend::check_name` knows.
+/// each one `backend::registry::check_name` knows.
 pub fn parse_backends(list: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for name in list.split(',').map(str::trim) {
         if name.is_empty() {
             return Err("an empty backend name; expected e.g. cpu or cpu,torch".into());
         }
-        crate::backend::check_name(name)?;
+        crate::backend::registry::check_name(name)?;
         if out.iter().any(|b| b == name) {
             return Err(format!("backend `{name}` is named twice"));
         }

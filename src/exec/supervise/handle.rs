@@ -106,7 +106,7 @@ fn cache_env(spec: &WorkerSpec, env: &Env) -> Vec<(String, PathBuf)> {
     };
     let vars: Vec<(String, String)> = match env.backend {
         None => spec.cache_vars.clone(),
-        Some(b) => crate::backend::isolated_cache_vars(b)
+        Some(b) => crate::backend::registry::isolated_cache_vars(b)
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),

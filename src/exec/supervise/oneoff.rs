@@ -87,7 +87,7 @@ impl Drop for OneOff {
 
 /// What each backend this build knows says about itself, each from a worker of its own.
 pub fn probe_all(only: Option<&str>) -> Vec<BackendInfo> {
-    crate::backend::KNOWN
+    crate::backend::registry::KNOWN
         .iter()
         .copied()
         .filter(|name| only.is_none_or(|o| o == *name))

@@ -229,7 +229,7 @@ fn open(out: &Out, backend_name: &str) -> Result<Box<dyn backend::Backend>, i32>
         send(out, &Event::Fatal { message: msg });
         return Err(2);
     }
-    match backend::open_explained(backend_name) {
+    match backend::registry::open_explained(backend_name) {
         Ok((b, picked)) => {
             if !ready(out, backend::BackendInfo { picked, ..b.info() }) {
                 return Err(1);
