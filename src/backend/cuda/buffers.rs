@@ -1,7 +1,8 @@
 //! The CUDA backend's names for the engine's device and memory (backend::engine over CudaRt),
 //! and the raw addresses cuDNN and cuBLASLt take.
 
-use crate::backend::engine::{self, cuda::CudaRt};
+use super::runtime::CudaRt;
+use crate::backend::engine;
 use cudarc::driver::sys as dsys;
 use std::ffi::c_void;
 

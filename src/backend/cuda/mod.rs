@@ -13,12 +13,13 @@ mod graph;
 pub(crate) mod graph_info;
 pub mod nvml;
 mod pad;
+pub mod runtime;
 mod simple;
 
+use super::engine::Device;
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
 use super::engine::graph::Sequence;
 use super::engine::probes::Normals;
-use super::engine::{Device, cuda::CudaRt};
 use super::{BackendInfo, UnitError};
 use crate::op::conv2d::{Conv2d, ConvInputs};
 use crate::op::gemm::{Gemm, GemmInputs};
@@ -26,6 +27,7 @@ use crate::op::graph::Graph;
 use crate::op::{OpKind, Problem};
 use buffers::Gpu;
 use cudarc::driver::{CudaContext, sys as dsys};
+use runtime::CudaRt;
 use std::collections::BTreeMap;
 
 pub use conv::solver_names as conv_solver_names;

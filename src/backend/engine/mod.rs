@@ -1,5 +1,6 @@
 //! One GPU engine for the CUDA and ROCm backends, written once over a small runtime interface
-//! (`runtime::Runtime`, implemented by `cuda::CudaRt` over cudarc and `hip::HipRt` over the
+//! (`runtime::Runtime`, implemented beside each backend: `backend::cuda::runtime::CudaRt` over
+//! cudarc and `backend::rocm::runtime::HipRt` over the
 //! dlopen'd HIP runtime; HIP mirrors CUDA call for call). What the engine does on the H100 it
 //! does on AMD:
 //! - `backend`: the `Backend` trait written once (`GpuBackend<V>`) over a `Vendor`, which makes
@@ -19,12 +20,10 @@
 //! options and checks, NVML and ROCm SMI, and where the libraries are found.
 
 pub mod backend;
-pub mod cuda;
 pub mod device;
 pub mod ffi;
 pub mod gemm;
 pub mod graph;
-pub mod hip;
 pub mod kernels;
 pub mod mem;
 pub mod probes;

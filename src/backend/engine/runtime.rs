@@ -73,7 +73,8 @@ pub struct Program {
     pub kernels: Vec<String>,
 }
 
-/// A GPU runtime: CUDA's driver API (engine::cuda) or HIP's runtime (engine::hip).
+/// A GPU runtime: CUDA's driver API (`backend::cuda::runtime`) or HIP's runtime
+/// (`backend::rocm::runtime`).
 pub trait Runtime: 'static {
     /// The library name of the errors the engine itself makes ("cuda", "hip").
     const LIBRARY: &'static str;

@@ -1,6 +1,6 @@
 //! The HIP runtime (libamdhip64): raw symbols, calls that turn hipError_t into Results named by
 //! the runtime itself, the stream, and the device's facts. What the engine does with them is in
-//! backend::engine::hip.
+//! backend::rocm::runtime (the engine's `Runtime` over HIP).
 
 use super::loader::{self, Owned};
 use crate::backend::UnitError;

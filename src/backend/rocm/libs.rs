@@ -2,9 +2,10 @@
 //! message saying why not.
 
 use super::hip::Hip;
+use super::runtime::HipRt;
 use super::{hipblaslt, hiprand, hiprtc, loader, miopen, rocblas};
 use crate::backend::UnitError;
-use crate::backend::engine::{self, hip::HipRt};
+use crate::backend::engine;
 use std::sync::Arc;
 
 /// The device: the engine over the HIP runtime and its one stream.

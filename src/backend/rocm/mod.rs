@@ -23,19 +23,21 @@ pub mod loader;
 mod miopen;
 pub mod provenance;
 mod rocblas;
+pub mod runtime;
 pub mod smi;
 pub mod solvers;
 
+use super::engine;
 use super::engine::backend::{GpuBackend, Made, Unit, Vendor};
 use super::engine::graph::{GemmThenConv, Sequence};
 use super::engine::probes::Normals;
-use super::engine::{self, hip::HipRt};
 use super::{BackendInfo, UnitError};
 use crate::op::conv2d::{Conv2d, ConvInputs};
 use crate::op::gemm::{Gemm, GemmInputs};
 use crate::op::graph::Graph;
 use crate::op::{OpKind, Problem};
 use hip::{Hip, Stream};
+use runtime::HipRt;
 use std::collections::BTreeMap;
 
 /// Solver names the ROCm backend knows per op (for sweep validation; `solver#<id>` and
@@ -266,8 +268,8 @@ pub fn compile_check(arch: &str) -> Result<String, CompileCheckError> {
     let rtc = hiprtc::Hiprtc::load(&hip).map_err(CompileCheckError::Missing)?;
     let failed = |e: UnitError| CompileCheckError::Failed(e.to_string());
     let (_, checked) =
-        engine::hip::compile_checked(&rtc, arch, &engine::kernels::program()).map_err(failed)?;
-    engine::hip::compile_checked(&rtc, arch, &engine::timer::program()).map_err(failed)?;
+        runtime::compile_checked(&rtc, arch, &engine::kernels::program()).map_err(failed)?;
+    runtime::compile_checked(&rtc, arch, &engine::timer::program()).map_err(failed)?;
     let (a, b, c) = hip.version;
     Ok(format!(
         "{} bytes, {} kernels + the timing kernel, bf16 path {}, hipRTC of HIP {a}.{b}.{c} ({})",

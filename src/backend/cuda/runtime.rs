@@ -2,8 +2,8 @@
 //! the one stream the CUDA backend binds cuDNN, cuBLASLt and cuRAND to. Kernels are compiled
 //! by NVRTC for the device's compute capability.
 
-use super::runtime::{CopyKind, Program, Ptr, Runtime, Stage};
 use crate::backend::UnitError;
+use crate::backend::engine::runtime::{CopyKind, Program, Ptr, Runtime, Stage};
 use cudarc::driver::{CudaContext, CudaStream, DriverError, result as dr, sys as dsys};
 use std::ffi::{CString, c_void};
 use std::sync::Arc;

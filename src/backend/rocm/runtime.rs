@@ -3,12 +3,12 @@
 //! hipRAND to. Kernels are compiled by hipRTC for the device's gfx target and their code object
 //! is checked before anyone loads it.
 
-use super::ffi::c_str_in;
-use super::runtime::{CopyKind, Program, Ptr, Runtime, Stage};
+use super::code_object::{self, Checked};
+use super::hip::{self, HipRef, Stream};
+use super::hiprtc::Hiprtc;
 use crate::backend::UnitError;
-use crate::backend::rocm::code_object::{self, Checked};
-use crate::backend::rocm::hip::{self, HipRef, Stream};
-use crate::backend::rocm::hiprtc::Hiprtc;
+use crate::backend::engine::ffi::c_str_in;
+use crate::backend::engine::runtime::{CopyKind, Program, Ptr, Runtime, Stage};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -266,7 +266,7 @@ impl Runtime for HipRt {
         let Some(rtc) = &self.rtc else {
             return Err(UnitError::Unsupported(format!(
                 "{} needs hipRTC, which did not load",
-                if program.name == super::timer::program().name {
+                if program.name == crate::backend::engine::timer::program().name {
                     "launch-free timing"
                 } else {
                     program.what
