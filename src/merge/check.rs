@@ -1,7 +1,7 @@
 //! Whether the shards belong together: the same sweep, split, build and backend, and no shard
 //! or unit given twice.
 
-use super::{Input, id_column, show};
+use super::input::{Input, id_column, show};
 use crate::error::CmdError;
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,7 +1,7 @@
 //! What the shards cover: the sweep re-planned from its text, the shards' rows in the unsharded
 //! run's order, and what is missing.
 
-use super::{Input, cell, column, id_column, show};
+use super::input::{Input, cell, column, id_column, show};
 use crate::error::CmdError;
 use crate::exec::plan::units;
 use crate::op::unit_id;

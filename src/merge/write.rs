@@ -1,7 +1,7 @@
 //! The merged run directory: its manifest and results.csv, staged, then renamed into place.
 
+use super::input::{Input, MergeOptions, cell, column, show};
 use super::missing::{MergedRow, Missing, Ordered, Plan};
-use super::{Input, MergeOptions, cell, column, show};
 use crate::error::CmdError;
 use crate::op::OpKind;
 use crate::results::csv::ResultsWriter;

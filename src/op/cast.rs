@@ -1,6 +1,6 @@
 //! Element type conversion with round-to-nearest-even (seed 001: bf16 casts that return zeros).
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::dtype::DType;
 use crate::op::inputs;
 use crate::tensor::HostData;

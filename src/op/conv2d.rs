@@ -1,6 +1,6 @@
 //! 2-D convolution (cross-correlation, as cuDNN, MIOpen and PyTorch define it) in three directions.
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::cpu::conv::{self as cc, ConvGeom};
 use crate::dtype::DType;
 use crate::op::inputs;

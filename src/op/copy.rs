@@ -1,6 +1,6 @@
 //! Memory copies between host and device (seed 002: tensors that arrive as zeros after `.to()`).
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::op::inputs;
 use crate::tensor::HostData;
 use crate::verify::Check;

@@ -1,6 +1,6 @@
 //! Matrix multiply C = op(A) x op(B), optionally batched, with separate input, output and compute types.
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::dtype::DType;
 use crate::op::inputs;
 use crate::tensor::HostData;

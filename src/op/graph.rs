@@ -2,7 +2,7 @@
 //! overwrite earlier outputs). The sequence is fixed: a GEMM mixes channels (a 1x1 convolution
 //! written as a matrix product), a 3x3 convolution follows, then a ReLU.
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::cpu::conv::ConvGeom;
 use crate::dtype::DType;
 use crate::op::conv2d::{Conv2d, Direction, Layout};

@@ -1,6 +1,6 @@
 //! Normal random numbers (seeds 000-002: `torch.randn_like` returning zeros on Strix Halo).
 
-use super::{Default as D, ParamDef, ParamKind as K, ParamSlice};
+use super::param::{Default as D, ParamDef, ParamKind as K, ParamSlice};
 use crate::dtype::DType;
 use crate::verify::Check;
 use serde::{Deserialize, Serialize};

@@ -18,6 +18,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 mod data;
+mod model;
+pub use model::Throughput;
+use model::{Panel, Series, title};
 
 const WIDTH: u32 = 1200;
 const TOP: u32 = 72;
@@ -45,23 +48,6 @@ pub(super) const PALETTE: [RGBColor; 7] = [
     RGBColor(0x26, 0xa6, 0x9a),
 ];
 
-struct Series {
-    /// Index into `Throughput::keys`, which fixes colour and legend text.
-    key: usize,
-    /// Index into `Throughput::families`, which fixes the marker.
-    family: usize,
-    /// (size, rate), sorted by size.
-    points: Vec<(f64, f64)>,
-    /// The best rate at each size, joined: one family's points differ only in the size
-    /// parameter, so they differ in work too (unless env or folded repeats meet).
-    line: Vec<(f64, f64)>,
-}
-
-struct Panel {
-    title: String,
-    series: Vec<Series>,
-}
-
 /// A panel's chart: the size on a log axis across, the rate on a linear axis up.
 type Chart<'a, DB> =
     ChartContext<'a, DB, Cartesian2d<LogCoord<f64>, plotters::coord::types::RangedCoordf64>>;
@@ -78,23 +64,6 @@ struct Frame {
 /// Grid lines: between ticks, and at powers of ten on the size axis.
 const GRID_MINOR: RGBColor = RGBColor(0xef, 0xef, 0xef);
 const GRID_MAJOR: RGBColor = RGBColor(0xd0, 0xd0, 0xd0);
-
-pub struct Throughput {
-    title: String,
-    subtitle: String,
-    x_desc: String,
-    y_desc: String,
-    /// Legend text per (solver, env) series key.
-    keys: Vec<String>,
-    /// Legend text per shape family (the numeric parameters other than the size, fixed along
-    /// a line: `c_in→c_out=3→16`); empty when there is one family.
-    families: Vec<String>,
-    panels: Vec<Panel>,
-    best: (usize, f64, f64),
-    x_range: (f64, f64),
-    y_max: f64,
-    cols: u32,
-}
 
 pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     match data::build(f) {
@@ -118,10 +87,6 @@ pub fn write(f: &Facts, dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
             )
         }
     }
-}
-
-fn title(f: &Facts) -> String {
-    format!("Throughput: {} on {}", f.run.manifest.sweep.op, f.device())
 }
 
 /// The dash pattern of series `i` (dash, gap in pixels): solid through the palette, then

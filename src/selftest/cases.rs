@@ -4,7 +4,6 @@
 //! hipRTC's kernels, the HIP runtime's copies and graphs; CUDA: cuDNN, cuBLASLt, cuRAND, NVRTC,
 //! copies and graphs).
 
-use super::Check;
 use crate::op::canonical_text;
 use crate::spec::policy::Policies;
 
@@ -54,6 +53,13 @@ fn gemm_solvers(backend: &str) -> &'static str {
         "rocm" => "[\"hipblaslt\", \"rocblas\"]",
         _ => "\"default\"",
     }
+}
+
+/// One check: a label for the line, the case, and the policies it runs under.
+pub struct Check {
+    pub(super) label: String,
+    pub(super) case: crate::op::Case,
+    pub(super) policies: Policies,
 }
 
 /// Every check for `backend`, in the order they run.

@@ -11,7 +11,6 @@ use crate::exec::supervise::supervisor::{Env, Supervisor};
 use crate::exec::worker::unit::Outcome;
 use crate::exit;
 use crate::results::status::Status;
-use crate::spec::policy::Policies;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -187,11 +186,4 @@ fn detail(o: &Outcome) -> String {
         (st, _) if o.phase.is_empty() => format!("{}: {first}", st.name()),
         (st, _) => format!("{} in {}: {first}", st.name(), o.phase),
     }
-}
-
-/// One check: a label for the line, the case, and the policies it runs under.
-struct Check {
-    label: String,
-    case: crate::op::Case,
-    policies: Policies,
 }

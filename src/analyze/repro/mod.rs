@@ -97,25 +97,6 @@ fn find<'a>(run: &'a RunData, id: &str) -> Result<&'a Row, CmdError> {
     })
 }
 
-/// The unit's env combination: from the manifest when it lists it, else parsed from the CSV.
-fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
-    run.manifest
-        .env_combos
-        .iter()
-        .find(|c| c.context_key() == row.env)
-        .map(|c| c.vars.clone())
-        .unwrap_or_else(|| {
-            row.env
-                .split(';')
-                .filter(|s| !s.is_empty())
-                .map(|kv| {
-                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                    (k.to_string(), v.to_string())
-                })
-                .collect()
-        })
-}
-
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:e}"))
 }
@@ -233,7 +214,7 @@ fn run_facts(t: &mut Table, run: &RunData, row: &Row) {
 /// run's environment set.
 fn environment(s: &mut String, run: &RunData, row: &Row) {
     s.push_str("\n## Environment\n\n```sh\n");
-    let vars = env_vars(run, row);
+    let vars = sweep::env_vars(run, row);
     if vars.is_empty() {
         s.push_str("# the unit's env combination sets nothing\n");
     }

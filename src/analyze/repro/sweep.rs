@@ -7,8 +7,6 @@ use crate::results::rundata::{Row, RunData};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::env_vars;
-
 /// The rocsweep section's start: a stand-alone sweep file for exactly this unit and the command
 /// that runs it into `out_dir`.
 pub(super) fn standalone_section(
@@ -266,4 +264,23 @@ fn selects_exactly(
         )),
         other => Err(format!("it expands to {} cases, not one", other.len())),
     }
+}
+
+/// The unit's env combination: from the manifest when it lists it, else parsed from the CSV.
+pub(super) fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
+    run.manifest
+        .env_combos
+        .iter()
+        .find(|c| c.context_key() == row.env)
+        .map(|c| c.vars.clone())
+        .unwrap_or_else(|| {
+            row.env
+                .split(';')
+                .filter(|s| !s.is_empty())
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    (k.to_string(), v.to_string())
+                })
+                .collect()
+        })
 }

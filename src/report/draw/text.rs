@@ -1,7 +1,7 @@
 //! Text that is never cut: wrapping to a width, and figure titles and subtitles drawn as the
 //! lines they wrap to.
 
-use super::{CENTER, Canvas, DrawResult, SUBTLE, bold, font, text_width};
+use super::canvas::{CENTER, Canvas, DrawResult, SUBTLE, bold, font, text_width};
 use plotters::prelude::*;
 
 /// Breaks `text` into lines of at most `max_w` pixels, so that nothing is cut: first between

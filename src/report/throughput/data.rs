@@ -2,7 +2,7 @@
 //! categorical parameters) and series (one per solver and env key and shape family), each
 //! series' line, the best point and the ranges of the axes.
 
-use super::{Panel, Series, Throughput, title};
+use super::model::{Panel, Series, Throughput, title};
 use crate::report::facts::{self, Facts};
 use crate::results::rundata::Row;
 use crate::results::status::Status;
