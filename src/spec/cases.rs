@@ -5,8 +5,8 @@
 //! time) falls in each status.
 
 use super::error::SpecError;
+use super::model::{Axis, Dim, Weight};
 use super::reader::{Cx, Sp};
-use super::{Axis, Dim, Weight};
 use crate::op::OpKind;
 use crate::op::value::Value;
 use std::borrow::Cow;
@@ -210,7 +210,7 @@ fn finish(cx: &Cx, v: &Sp, items: &[Sp], acc: Collected) -> Result<Dim, SpecErro
     let rows: Vec<Vec<&Value>> = (0..items.len())
         .map(|r| axes.iter().map(|a| &a.values[r]).collect())
         .collect();
-    if let Some((i, j)) = super::first_duplicate(&rows) {
+    if let Some((i, j)) = super::model::first_duplicate(&rows) {
         return Err(cx.err(
             items[j].span(),
             format!(

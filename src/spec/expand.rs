@@ -1,7 +1,7 @@
 //! Streaming expansion: an odometer over the sweep's dimensions, filtered as it goes, so a
 //! million-case sweep never sits in memory.
 
-use super::{Sweep, Weight, slot_count};
+use super::model::{Sweep, Weight, slot_count};
 use crate::op::value::Value;
 use crate::op::{Case, Default as D};
 use serde::{Deserialize, Serialize};
@@ -57,10 +57,10 @@ impl EnvCombo {
 
 impl EnvCombo {
     /// The variables as a run directory holds them: a value set under a credential's name is
-    /// its label (`results::manifest::sweep_secret_label`); one that is a label already (read
+    /// its label (`spec::secret::sweep_secret_label`); one that is a label already (read
     /// back from a run directory) stays as it is.
     pub fn shown_vars(&self) -> Vec<(String, String)> {
-        use crate::results::manifest::{is_masked, sweep_value_shown};
+        use super::secret::{is_masked, sweep_value_shown};
         self.vars
             .iter()
             .map(|(k, v)| {

@@ -8,7 +8,9 @@ use super::filter::Filter;
 use super::policy::{Limits, TimingPolicy, VerifyPolicy};
 use super::reader::{Cx, Sp};
 use super::{
-    Axis, Dim, MAX_ENV_COMBOS, MAX_NAME, cases, first_duplicate, sets, slot_of, slot_type,
+    cases,
+    model::{Axis, Dim, MAX_ENV_COMBOS, MAX_NAME, first_duplicate, slot_of, slot_type},
+    sets,
 };
 use crate::op::OpKind;
 use crate::op::value::Value;
@@ -88,13 +90,19 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
             OpKind::parse(&s).ok_or_else(|| {
                 cx.err(
                     v.span(),
-                    format!("unknown op `{s}`, expected one of: {}", super::op_names()),
+                    format!(
+                        "unknown op `{s}`, expected one of: {}",
+                        super::model::op_names()
+                    ),
                 )
             })
         }
         None => Err(cx.err(
             root_span.start..root_span.start,
-            format!("missing key `op`, expected one of: {}", super::op_names()),
+            format!(
+                "missing key `op`, expected one of: {}",
+                super::model::op_names()
+            ),
         )),
     }
 }
@@ -352,7 +360,7 @@ pub(super) fn env(cx: &Cx, root: &DeTable) -> Result<Vec<(String, String)>, Spec
 /// credential's replaced by its label (a TOML string, so the text still parses and expands to
 /// the same combinations, by label); None when there is none.
 pub(super) fn masked_text(root: &DeTable, text: &str) -> Option<String> {
-    use crate::results::manifest::{is_secret, sweep_secret_label};
+    use super::secret::{is_secret, sweep_secret_label};
     let mut spans: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     for section in ["env", "env_axes"] {
         let Some(DeValue::Table(t)) = root.get(section).map(|v| v.get_ref()) else {

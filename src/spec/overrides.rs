@@ -4,7 +4,10 @@
 
 use super::error::SpecError;
 use super::reader::Cx;
-use super::{Axis, Dim, axis, axis_names, check_value, slot_of};
+use super::{
+    axis,
+    model::{Axis, Dim, axis_names, check_value, slot_of},
+};
 use crate::op::value::Value;
 use crate::op::{OpKind, ParamKind};
 use std::sync::Arc;
@@ -85,7 +88,7 @@ fn refuse_duplicates(d: &Dim, p: &Parsed) -> Result<(), SpecError> {
     let rows: Vec<Vec<&Value>> = (0..d.axes.first().map_or(0, |a| a.values.len()))
         .map(|r| d.axes.iter().map(|a| &a.values[r]).collect())
         .collect();
-    let Some((_, j)) = super::first_duplicate(&rows) else {
+    let Some((_, j)) = super::model::first_duplicate(&rows) else {
         return Ok(());
     };
     let what: Vec<String> = d

@@ -5,7 +5,10 @@ use super::error::SpecError;
 use super::policy::{
     Limits, MAX_BUFFER_MIB, MAX_MAX_SAMPLES, MAX_SAMPLES, MAX_WARMUP, TimingPolicy, VerifyPolicy,
 };
-use super::{Axis, TOP_KEYS, axis, axis_names, check_value, line_col, slot_of};
+use super::{
+    axis,
+    model::{Axis, TOP_KEYS, axis_names, check_value, line_col, slot_of},
+};
 use crate::op::value::Value;
 use crate::op::{OpKind, ParamKind};
 use std::ops::Range;
@@ -208,7 +211,7 @@ impl Cx<'_> {
                 format!("axis `{name}` is empty, expected at least one value"),
             ));
         }
-        if distinct && let Some((_, j)) = super::first_duplicate(&values) {
+        if distinct && let Some((_, j)) = super::model::first_duplicate(&values) {
             return Err(self.err(
                 v.span(),
                 format!(
