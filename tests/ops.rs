@@ -4,7 +4,7 @@
 use half::bf16;
 use rocsweep::backend::cpu::CpuBackend;
 use rocsweep::dtype::DType;
-use rocsweep::exec::unit::{Outcome, ReferenceCache, run_unit};
+use rocsweep::exec::worker::unit::{Outcome, ReferenceCache, run_unit};
 use rocsweep::op::value::Value;
 use rocsweep::op::{Case, Inputs, OpKind, Problem};
 use rocsweep::results::status::Status;
