@@ -1,4 +1,5 @@
-//! Process exit codes, documented in README.md. `main` maps every error to one of these.
+//! Process exit codes, documented in README.md and docs/outputs.md. `main` maps every error to
+//! one of these.
 
 /// The run finished (whatever statuses its units got), or the command succeeded.
 pub const OK: i32 = 0;

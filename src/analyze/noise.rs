@@ -19,7 +19,7 @@
 //! Why twice the spread: with three trials per side and normal noise of standard deviation s,
 //! the range of three is about 1.7 s and the difference of two medians of three has a standard
 //! deviation of about 0.95 s, so `2 x range` sits about 3.5 standard deviations out: under
-//! 0.1 % of identical units are called (the floor makes it rarer still). README "Comparing runs"
+//! 0.1 % of identical units are called (the floor makes it rarer still). docs/backends.md "Comparing runs"
 //! gives the rates measured on identical runs.
 
 use crate::results::rundata::Row;

@@ -35,7 +35,7 @@ pub fn command(files: &[PathBuf], out: &Path) -> Result<String, CmdError> {
         let tally = read_file(&shown, &text, &mut ledger)?;
         if tally.problems == 0 {
             return Err(CmdError::BadInput(format!(
-                "{shown}: nothing to import ({}); rocsweep import reads MIOpen, hipBLASLt, rocBLAS, cuBLASLt and cuDNN logs, PyTorch profiler traces and TunableOp CSVs (README \"Map your own model\")",
+                "{shown}: nothing to import ({}); rocsweep import reads MIOpen, hipBLASLt, rocBLAS, cuBLASLt and cuDNN logs, PyTorch profiler traces and TunableOp CSVs (docs/commands.md, \"Map your own model\")",
                 tally.describe()
             )));
         }

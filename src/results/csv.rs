@@ -1,4 +1,4 @@
-//! results.csv: fixed columns (documented in README.md) followed by the op's parameters in their
+//! results.csv: fixed columns (documented in docs/outputs.md) followed by the op's parameters in their
 //! canonical order. Written and flushed row by row, so a crash loses nothing already finished.
 
 use super::status::Status;

@@ -66,7 +66,7 @@ impl Status {
     /// Outcomes that mean the library did something wrong (not merely "cannot do this"). Only
     /// measured outcomes: an `inferred-fail` unit never ran, so it is not one (see
     /// [`Status::predicts_failure`]).
-    /// How much a status warns, for picking the worst of several (README "report"): hangs and
+    /// How much a status warns, for picking the worst of several (docs/outputs.md): hangs and
     /// crashes take the machine or worker down; wrong numbers are silent and worse than an
     /// honest library error; not running at all says nothing; `unsupported` is an honest
     /// "cannot". An inferred status ranks just below the measured one it stands for.

@@ -193,9 +193,9 @@ fn lex_operator(src: &str, i: usize, c: char, base: usize) -> Result<(Tok, usize
     Ok((tok, i + 1))
 }
 
-/// The longest filter expression, in bytes (README "Limits").
+/// The longest filter expression, in bytes (docs/sweep-files.md "Limits").
 pub const MAX_LEN: usize = 1000;
-/// The deepest nesting of `(`, `!` and unary `-` in a filter (README "Limits"): parsing and
+/// The deepest nesting of `(`, `!` and unary `-` in a filter (docs/sweep-files.md "Limits"): parsing and
 /// evaluating recurse, so the depth is bounded before the stack is.
 pub const MAX_NESTING: usize = 32;
 

@@ -112,15 +112,15 @@ pub(crate) fn first_duplicate<T: std::fmt::Debug>(items: &[T]) -> Option<(usize,
         .find_map(|(j, x)| seen.insert(format!("{x:?}"), j).map(|i| (i, j)))
 }
 
-/// The most env combinations (the product of the [env_axes] lengths) a sweep may have (README
-/// "Limits").
+/// The most env combinations (the product of the [env_axes] lengths) a sweep may have
+/// (docs/sweep-files.md "Limits").
 pub const MAX_ENV_COMBOS: usize = 4096;
 
-/// The longest sweep name (README "Limits"): it names the run directory, with a timestamp and
+/// The longest sweep name (docs/sweep-files.md "Limits"): it names the run directory, with a timestamp and
 /// a shard suffix after it, within the file system's 255 bytes.
 pub const MAX_NAME: usize = 100;
 
-/// The largest sweep file read, in bytes (README "Limits"): a sweep is a few hundred lines.
+/// The largest sweep file read, in bytes (docs/sweep-files.md "Limits"): a sweep is a few hundred lines.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 pub(crate) fn op_names() -> String {

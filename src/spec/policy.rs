@@ -98,7 +98,7 @@ fn one() -> u32 {
 pub const DEFAULT_TRIALS: u32 = 3;
 /// More trials than this is a mistake, not a measurement plan.
 pub const MAX_TRIALS: u32 = 100;
-/// Upper bounds of the other [timing] counts (README "Limits").
+/// Upper bounds of the other [timing] counts (docs/sweep-files.md "Limits").
 pub const MAX_WARMUP: u32 = 1000;
 pub const MAX_SAMPLES: u32 = 100_000;
 /// `max_samples` only caps a sampling loop that `max_time` ends (samples are kept, 16 bytes

@@ -307,7 +307,7 @@ impl Cx<'_> {
         }
     }
 
-    /// `count` with an upper bound (README "Limits"): a setting past it is a mistake that would
+    /// `count` with an upper bound (docs/sweep-files.md "Limits"): a setting past it is a mistake that would
     /// show up as every unit crashing or hanging, blamed on the library.
     pub(super) fn count_at_most(
         &self,
