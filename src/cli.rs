@@ -34,93 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a sweep file and write results.csv and manifest.json into a run directory.
-    Run {
-        /// The sweep file (TOML). Not given with --resume.
-        #[arg(required_unless_present = "resume")]
-        sweep: Option<PathBuf>,
-        /// Backend to run on, or several side by side (`cpu,torch`, each in workers of its
-        /// own); overrides the sweep file's `backend` key.
-        #[arg(long, value_name = "NAME[,NAME...]", value_parser = backend_list)]
-        backend: Option<String>,
-        /// Run directory (default: reports/runs/<name>-<utc-timestamp>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Override an axis: NAME=VALUES, e.g. c_in=16,32 or h=pow2(32..=256). Repeatable.
-        #[arg(long = "axis", value_name = "NAME=VALUES")]
-        axes: Vec<String>,
-        /// Override one setting of [limits], [timing] or [verify]: SECTION.KEY=VALUE, e.g.
-        /// limits.run=5 or timing.trials=1. Repeatable; recorded in the manifest with the axes.
-        #[arg(long = "set", value_name = "SECTION.KEY=VALUE")]
-        sets: Vec<String>,
-        /// Print the expanded cases and their count; run nothing, write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Run even when the sweep's product is larger than --max-units.
-        #[arg(long)]
-        force: bool,
-        /// The cap on the sweep's product (axes x env combinations) without --force.
-        #[arg(long, default_value_t = crate::exec::run::DEFAULT_MAX_UNITS)]
-        max_units: u64,
-        /// No progress bar or per-unit lines, no summary.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Independent trials of each unit, each in a worker process of its own, as passes over
-        /// the plan (default: the sweep's `[timing] trials`, else 3; a boundary search runs 1).
-        /// `compare` and `recommend` call a difference only beyond the spread across trials.
-        #[arg(long, value_name = "N", conflicts_with = "resume",
-              value_parser = clap::value_parser!(u32).range(1..=crate::spec::policy::MAX_TRIALS as i64))]
-        trials: Option<u32>,
-        /// Exit with code 3 when any unit failed (mismatch, zeros, nonfinite, hang, crash, error).
-        #[arg(long)]
-        fail_on_failure: bool,
-        /// Continue an interrupted run in RUN_DIR: finished units are kept, the rest run.
-        #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["sweep", "out", "axes", "sets", "backend"])]
-        resume: Option<PathBuf>,
-        /// With --resume: run again units that were started and never finished (else `interrupted`).
-        #[arg(long, requires = "resume")]
-        retry_interrupted: bool,
-        /// Do not write the report (plots, report.html, summary.md) at the end of the run.
-        #[arg(long)]
-        no_report: bool,
-        /// Let workers use the user's own library caches (MIOpen's user DB and kernel cache)
-        /// instead of one per env combination under RUN_DIR/caches/.
-        #[arg(long)]
-        shared_caches: bool,
-        /// Run only shard I of N (1-based: 1/4 .. 4/4): every N-th (case, env combination) of
-        /// the plan. `rocsweep merge` joins the shards' run directories.
-        #[arg(long, value_name = "I/N", value_parser = crate::exec::plan::shard::Shard::parse,
-              conflicts_with_all = ["shard_from_env", "resume"])]
-        shard: Option<crate::exec::plan::shard::Shard>,
-        /// Take the shard from a Slurm array task (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT) or a
-        /// Kubernetes indexed Job (JOB_COMPLETION_INDEX with --shard-count).
-        #[arg(long, conflicts_with = "resume")]
-        shard_from_env: bool,
-        /// With --shard-from-env: the number of shards (needed for JOB_COMPLETION_INDEX).
-        #[arg(long, value_name = "N", requires = "shard_from_env",
-              value_parser = clap::value_parser!(u32).range(1..))]
-        shard_count: Option<u32>,
-        /// One worker pool per device, run concurrently: `all`, or indices like 0,1 (sets
-        /// HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES per pool). A resume uses the devices of the session before it unless given.
-        #[arg(long, value_name = "all|0,1,...", value_parser = crate::exec::supervise::devices::DeviceSel::parse)]
-        devices: Option<crate::exec::supervise::devices::DeviceSel>,
-        /// grid runs every unit; prune skips (`predicted-hang`) units larger along --along than
-        /// one that hung; bisect binary-searches each line's boundary and infers the rest.
-        #[arg(long, value_parser = crate::exec::plan::strategy::Kind::NAMES, default_value = "grid",
-              conflicts_with = "resume")]
-        strategy: String,
-        /// The numeric axis that defines "larger" for prune and bisect (default: the op's size
-        /// parameter when the sweep varies it, e.g. conv2d `h`; else its last numeric axis).
-        #[arg(long, value_name = "AXIS", conflicts_with = "resume")]
-        along: Option<String>,
-        /// With bisect: run N inferred units (chosen by --confirm-seed) for real afterwards and
-        /// report each disagreement (confirm.csv; exit code 7).
-        #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "resume")]
-        confirm: u64,
-        /// The seed that chooses the --confirm units (default: from the clock; strategy.json
-        /// records it).
-        #[arg(long, value_name = "SEED", conflicts_with = "resume")]
-        confirm_seed: Option<u64>,
-    },
+    Run(Box<crate::exec::plan::options::RunOptions>),
     /// Join the run directories of a sweep's shards (`run --shard`) into one run directory.
     Merge {
         /// The shard run directories: shards 1/N .. N/N of one sweep.
@@ -218,9 +132,4 @@ pub enum Command {
     },
     /// List the ops, their parameters (axes) with defaults, and their solvers.
     ListOps,
-}
-
-/// `run --backend`: one known backend or a comma-separated list of distinct ones.
-fn backend_list(s: &str) -> Result<String, String> {
-    crate::exec::plan::setup::parse_backends(s).map(|_| s.to_string())
 }

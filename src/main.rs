@@ -2,8 +2,7 @@
 
 use clap::Parser;
 use rocsweep::cli::{Cli, Command};
-use rocsweep::exec::plan::strategy::Kind;
-use rocsweep::exec::run::{self, CmdError, RunOptions, Stop};
+use rocsweep::exec::run::{self, CmdError, Stop};
 use rocsweep::exit;
 
 fn main() {
@@ -19,7 +18,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let is_run = matches!(cli.command, Command::Run { .. });
+    let is_run = matches!(cli.command, Command::Run(_));
     if cli.rocm.len() > 1 && !is_run {
         rocsweep::noteln!(
             "error: --rocm given {} times: only `run` takes several ROCm trees",
@@ -51,7 +50,7 @@ fn main() {
             }
         }
     }
-    let keeps_going = matches!(cli.command, Command::Run { .. } | Command::Merge { .. });
+    let keeps_going = matches!(cli.command, Command::Run(_) | Command::Merge { .. });
     let code = dispatch(cli.command, &cli.rocm);
     // A run or merge whose stdout went away kept going (its progress was dropped, its results
     // were not); any other command's output is what it is for, so losing it is a failure.
@@ -99,7 +98,7 @@ fn python_flag(value: &std::path::Path) -> Result<std::path::PathBuf, String> {
 
 fn dispatch(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
     match command {
-        c @ Command::Run { .. } => run_command(c, rocm),
+        c @ Command::Run(_) => run_command(c, rocm),
         Command::Merge {
             dirs,
             out,
@@ -118,74 +117,22 @@ fn dispatch(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
 
 /// `run`: the sweep, then the report unless `--no-report`; the exit code says how it ended.
 fn run_command(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
-    let Command::Run {
-        sweep,
-        backend,
-        out,
-        axes,
-        sets,
-        dry_run,
-        force,
-        max_units,
-        quiet,
-        trials,
-        fail_on_failure,
-        resume,
-        retry_interrupted,
-        no_report,
-        shared_caches,
-        shard,
-        shard_from_env,
-        shard_count,
-        devices,
-        strategy,
-        along,
-        confirm,
-        confirm_seed,
-    } = command
-    else {
+    let Command::Run(mut opts) = command else {
         return exit::FAILURE;
     };
-    let opts = RunOptions {
-        sweep,
-        backend,
-        out,
-        // `--set` travels with the axis overrides (spec::sets).
-        axes: axes
-            .into_iter()
-            .chain(sets.iter().map(|s| rocsweep::spec::sets::override_of(s)))
-            .collect(),
-        dry_run,
-        force,
-        max_units,
-        quiet,
-        command_line: std::env::args().collect(),
-        resume,
-        retry_interrupted,
-        worker_exe: None,
-        shard,
-        shard_from_env,
-        shard_count,
-        devices,
-        strategy: Kind::parse(&strategy).unwrap_or_default(),
-        along,
-        confirm,
-        confirm_seed,
-        shared_caches,
-        trials,
-        rocm: rocm.iter().map(|p| p.display().to_string()).collect(),
-    };
+    opts.command_line = std::env::args().collect();
+    opts.rocm = rocm.iter().map(|p| p.display().to_string()).collect();
     let result = run::run(&opts);
     if let Ok(run::RunReport { dir: Some(dir), .. }) = &result
-        && !no_report
+        && !opts.no_report
     {
-        rocsweep::report::write_after(dir, "run", quiet);
+        rocsweep::report::write_after(dir, "run", opts.quiet);
     }
     match result {
         Ok(r) if r.stopped == Some(Stop::Interrupted) => exit::INTERRUPTED,
         Ok(r) if r.stopped == Some(Stop::DeviceUnhealthy) => exit::DEVICE_UNHEALTHY,
         Ok(r) if r.disagreements > 0 => exit::CONFIRM_DISAGREED,
-        Ok(r) if fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
+        Ok(r) if opts.fail_on_failure && r.failures > 0 => exit::UNITS_FAILED,
         Ok(_) => exit::OK,
         Err(e) => report(e),
     }

@@ -76,8 +76,8 @@ fn interrupts() -> Arc<AtomicUsize> {
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
-    let mut s = Setup::new(opts)?;
-    if opts.dry_run {
+    let mut s = Setup::new(opts.clone())?;
+    if s.opts.dry_run {
         return crate::exec::plan::dry_run::print(&s.sweep, &s.combos, s.shard);
     }
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
@@ -85,7 +85,7 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     for b in &s.backends {
         crate::backend::registry::check_name(b).map_err(CmdError::BadInput)?;
     }
-    let device_sel = s.device_sel(opts)?;
+    let device_sel = s.device_sel()?;
     warn_code_vars(&s.combos);
 
     let interrupts = interrupts();
@@ -95,16 +95,17 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         return Ok(RunReport::nothing(Some(Stop::Interrupted)));
     };
 
-    let mut target = open_target(&mut s, opts)?;
-    let resumed = s.read_resume(opts)?;
+    let mut target = open_target(&mut s)?;
+    let resumed = s.read_resume()?;
     if let Some(r) = &resumed
-        && finished_already(&s, opts, r)
+        && finished_already(&s, r)
     {
         return Ok(RunReport::nothing(None));
     }
+    // Built once the run directory's name is final (its caches live in it).
+    let spec = s.worker_spec()?;
     if let Some(old) = s.old.as_ref().filter(|_| s.resuming()) {
-        let extra = s.worker_spec(opts)?.extra_env;
-        crate::exec::record::trees::check_resume(&s.dir, old, &s.combos, &extra)?;
+        crate::exec::record::trees::check_resume(&s.dir, old, &s.combos, &spec.extra_env)?;
         crate::exec::plan::resume::check_resume_writable(&s.dir)?;
     }
     let Workers {
@@ -114,11 +115,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         others,
         devices,
         group_files,
-    } = target.start_workers(&s, opts, &interrupts, device_sel.as_ref())?;
+    } = target.start_workers(&s, spec, &interrupts, device_sel.as_ref())?;
     let planned = s
         .shard
         .map_or(counted.units, |sh| sh.size_of(counted.units));
-    let mut man = manifest_for(&s, opts, &info, &counted, planned, devices);
+    let mut man = manifest_for(&s, &info, &counted, planned, devices);
     let seen: Vec<&BackendInfo> = std::iter::once(&info)
         .chain(&others)
         .chain(&group_files)
@@ -128,7 +129,8 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         man.backends = std::iter::once(info.clone()).chain(others).collect();
     }
     let named = s.dir.clone();
-    target.publish(&mut s, &man, &mut slots, opts.out.is_some())?;
+    let out_given = s.opts.out.is_some();
+    target.publish(&mut s, &man, &mut slots, out_given)?;
     if s.dir != named {
         // Published under the next free name: the caches live in this run's directory, and
         // a worker started with the old name's caches is replaced.
@@ -138,22 +140,15 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         }
     }
     create_cache_dirs(&s, &spec)?;
-    let recorder = open_recorder(&s, opts, resumed, &counted, planned, &man)?;
+    let recorder = open_recorder(&s, resumed, &counted, planned, &man)?;
     trees.persist_to(&s.dir, &man);
     crate::exec::record::recorder::lock(&recorder).trees = trees;
-    let ended = execute(
-        &s,
-        opts,
-        &mut slots,
-        &recorder,
-        &info.backend,
-        counted.cases,
-    );
+    let ended = execute(&s, &mut slots, &recorder, &info.backend, counted.cases);
     for slot in &mut slots {
         slot.sup.shutdown();
     }
     let (stopped, disagreements) = ended.map_err(|e| stopped_by(&s, e))?;
-    let failures = finish(&s, opts, recorder, &mut man, planned, stopped)?;
+    let failures = finish(&s, recorder, &mut man, planned, stopped)?;
     Ok(RunReport {
         dir: Some(s.dir.clone()),
         failures,
@@ -164,13 +159,13 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
 
 /// Where the run writes. Without `--out` the name comes from the clock: a run started in the
 /// same second that published that name meanwhile leaves this one the next free name.
-fn open_target(s: &mut Setup, opts: &RunOptions) -> Result<Target, CmdError> {
+fn open_target(s: &mut Setup) -> Result<Target, CmdError> {
     let mut tries = 0;
     loop {
         match Target::open(s) {
             Err(_)
                 if !s.resuming()
-                    && opts.out.is_none()
+                    && s.opts.out.is_none()
                     && tries < 100
                     && rundir::check_free(&s.dir).is_err() =>
             {
@@ -201,7 +196,7 @@ fn count_units(s: &Setup, interrupts: &AtomicUsize) -> Option<units::PlanCount> 
 
 /// Whether a resumed run has nothing left to do (it finished, with a row for every planned
 /// unit); if so, says so.
-fn finished_already(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
+fn finished_already(s: &Setup, r: &Resume) -> bool {
     if !s.nothing_to_do(r) {
         return false;
     }
@@ -212,7 +207,7 @@ fn finished_already(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
             .as_ref()
             .and_then(|m| m.finished_at.as_deref())
             .unwrap_or(""),
-        if opts.retry_interrupted {
+        if s.opts.retry_interrupted {
             ""
         } else {
             " (interrupted units run again with --retry-interrupted)"
@@ -225,7 +220,6 @@ fn finished_already(s: &Setup, opts: &RunOptions, r: &Resume) -> bool {
 /// devices, or a new one.
 fn manifest_for(
     s: &Setup,
-    opts: &RunOptions,
     info: &BackendInfo,
     counted: &units::PlanCount,
     planned: u64,
@@ -240,7 +234,7 @@ fn manifest_for(
             m.devices = devices;
             m
         }
-        None => s.new_manifest(opts, info, counted, planned, devices),
+        None => s.new_manifest(info, counted, planned, devices),
     }
 }
 
@@ -306,14 +300,13 @@ impl Target {
     fn start_workers(
         &self,
         s: &Setup,
-        opts: &RunOptions,
+        spec: WorkerSpec,
         interrupts: &Arc<AtomicUsize>,
         device_sel: Option<&DeviceSel>,
     ) -> Result<Workers, CmdError> {
         let logs = self.work_dir.join("workers");
         crate::results::atomic::refuse_link(&logs).map_err(|e| io(s, "creating workers/", e))?;
         std::fs::create_dir_all(&logs).map_err(|e| io(s, "creating workers/", e))?;
-        let spec = s.worker_spec(opts)?;
         // The first combination whose worker starts (see slots::start_any).
         let envs: Vec<Env> = s
             .combos
@@ -482,7 +475,6 @@ struct Workers {
 /// when they differ), the journal's unfinished units and kept trials.
 fn open_recorder(
     s: &Setup,
-    opts: &RunOptions,
     resumed: Option<Resume>,
     counted: &units::PlanCount,
     planned: u64,
@@ -511,7 +503,7 @@ fn open_recorder(
         planned.saturating_sub(rows.len() as u64),
         s.trials,
         kept,
-        opts.quiet,
+        s.opts.quiet,
     );
     if counted.invalid > 0 && !s.resuming() {
         progress.println(&format!(
@@ -539,7 +531,6 @@ fn open_recorder(
 /// why it stopped early, if it did, and the confirmation's disagreements.
 fn execute(
     s: &Setup,
-    opts: &RunOptions,
     slots: &mut [Slot],
     recorder: &Mutex<Recorder>,
     backend: &str,
@@ -551,7 +542,7 @@ fn execute(
         combos: &s.combos,
         backend,
         policies: &policies,
-        retry_interrupted: opts.retry_interrupted,
+        retry_interrupted: s.opts.retry_interrupted,
         interrupts: &interrupts,
         trials: s.trials,
     };
@@ -564,7 +555,13 @@ fn execute(
         Some(plan) => {
             let entries = entries.map(|(_, e)| e).collect();
             crate::exec::strategy_run::run(
-                slots, entries, recorder, &params, plan, &s.dir, opts.quiet,
+                slots,
+                entries,
+                recorder,
+                &params,
+                plan,
+                &s.dir,
+                s.opts.quiet,
             )
         }
     }
@@ -574,7 +571,6 @@ fn execute(
 /// returns the failures counted.
 fn finish(
     s: &Setup,
-    opts: &RunOptions,
     recorder: Mutex<Recorder>,
     man: &mut Manifest,
     planned: u64,
@@ -603,7 +599,7 @@ fn finish(
     });
     let dir = &s.dir;
     manifest::write(dir, man).map_err(|e| io(s, "writing manifest.json", e))?;
-    if !opts.quiet {
+    if !s.opts.quiet {
         crate::console::say(&summary.render(stopped.map(|_| planned)));
         crate::sayln!("run directory: {}", dir.display());
     }

@@ -23,8 +23,9 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// A run, resolved and checked.
+/// A run, resolved and checked, with the options it was asked for.
 pub struct Setup {
+    pub opts: RunOptions,
     pub sweep: Sweep,
     /// The first (or only) backend: what the run's first workers open.
     pub backend: String,
@@ -46,14 +47,14 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn new(opts: &RunOptions) -> Result<Setup, CmdError> {
+    pub fn new(opts: RunOptions) -> Result<Setup, CmdError> {
         let Prepared {
             sweep,
             backends,
             dir,
             manifest: old,
             shard: shard_record,
-        } = load(opts)?;
+        } = load(&opts)?;
         let shard = shard_record
             .as_ref()
             .map(|r| r.shard())
@@ -61,7 +62,7 @@ impl Setup {
             .map_err(|e| {
                 CmdError::BadInput(format!("{}: manifest.json: shard: {e}", dir.display()))
             })?;
-        let trees = trees_of(opts, &sweep, old.as_ref())?;
+        let trees = trees_of(&opts, &sweep, old.as_ref())?;
         // Counted before they are built (the loader bounds them: spec::MAX_ENV_COMBOS).
         let product = sweep
             .product_size()
@@ -84,9 +85,10 @@ impl Setup {
             &backends,
         );
         let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
-        let strategy = strategy_plan::resolve(opts, &sweep)?;
-        let trials = trials_for(opts, &sweep, old.as_ref(), strategy.is_some())?;
+        let strategy = strategy_plan::resolve(&opts, &sweep)?;
+        let trials = trials_for(&opts, &sweep, old.as_ref(), strategy.is_some())?;
         Ok(Setup {
+            opts,
             sweep,
             backend,
             backends,
@@ -108,8 +110,8 @@ impl Setup {
 
     /// `--devices`, or the devices of the run being resumed; refused when the sweep sets the
     /// backend's visibility variable itself.
-    pub fn device_sel(&self, opts: &RunOptions) -> Result<Option<DeviceSel>, CmdError> {
-        let sel = opts.devices.clone().or_else(|| {
+    pub fn device_sel(&self) -> Result<Option<DeviceSel>, CmdError> {
+        let sel = self.opts.devices.clone().or_else(|| {
             self.old
                 .as_ref()
                 .filter(|m| !m.devices.is_empty())
@@ -135,14 +137,14 @@ impl Setup {
 
     /// A resume reads and reconciles everything first: a run directory it cannot use is bad
     /// input, with nothing in it changed.
-    pub fn read_resume(&self, opts: &RunOptions) -> Result<Option<Resume>, CmdError> {
+    pub fn read_resume(&self) -> Result<Option<Resume>, CmdError> {
         if !self.resuming() {
             return Ok(None);
         }
         // Inferred rows are recomputed from the measured ones (strategy_run.rs); skipped units
         // never ran; interrupted ones run again when asked to.
         let mut again = vec![Status::Skipped, Status::InferredOk, Status::InferredFail];
-        if opts.retry_interrupted {
+        if self.opts.retry_interrupted {
             again.push(Status::Interrupted);
         }
         let r = crate::exec::plan::resume::read(&self.dir, self.sweep.op, &again)
@@ -192,8 +194,8 @@ impl Setup {
     }
 
     /// How this run starts its workers.
-    pub fn worker_spec(&self, opts: &RunOptions) -> Result<WorkerSpec, CmdError> {
-        let exe = match &opts.worker_exe {
+    pub fn worker_spec(&self) -> Result<WorkerSpec, CmdError> {
+        let exe = match &self.opts.worker_exe {
             Some(p) => p.clone(),
             None => std::env::current_exe()
                 .map_err(|e| CmdError::Failure(format!("cannot find this program's path: {e}")))?,
@@ -207,7 +209,7 @@ impl Setup {
                 .map(|p| (crate::rocm_tree::discover::ROCM_ENV.to_string(), p.clone()))
                 .chain(self.torch_needs_gpu())
                 .collect(),
-            cache_root: (!opts.shared_caches).then(|| self.dir.join("caches")),
+            cache_root: (!self.opts.shared_caches).then(|| self.dir.join("caches")),
             cache_vars: crate::backend::registry::isolated_cache_vars(&self.backend)
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -219,7 +221,6 @@ impl Setup {
     /// The manifest of a new run, as its first worker described the backend.
     pub fn new_manifest(
         &self,
-        opts: &RunOptions,
         info: &BackendInfo,
         counted: &units::PlanCount,
         planned: u64,
@@ -230,7 +231,7 @@ impl Setup {
             manifest_version: 1,
             rocsweep_version: build_info::VERSION.into(),
             git_commit: build_info::GIT_COMMIT.into(),
-            command_line: opts.command_line.clone(),
+            command_line: self.opts.command_line.clone(),
             started_at: chrono::Utc::now().to_rfc3339(),
             finished_at: None,
             host: Host::current(),
@@ -330,9 +331,9 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         .sweep
         .as_ref()
         .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
-    let sweep = spec::load(path, &opts.axes)?;
+    let sweep = spec::load(path, &opts.overrides())?;
     let backends = match &opts.backend {
-        Some(list) => parse_backends(list)
+        Some(list) => crate::exec::plan::options::parse_backends(list)
             .map_err(|e| CmdError::BadInput(format!("--backend {list}: {e}")))?,
         None => sweep.backends.clone(),
     };
@@ -443,23 +444,6 @@ fn resolve_tree(label: &str, source: &str) -> Result<RocmTree, CmdError> {
         label: label.to_string(),
         path: path.display().to_string(),
     })
-}
-
-/// `--backend`'s value: one name or a comma-separated list of distinct names (`cpu,torch`),
-/// each one `backend::registry::check_name` knows.
-pub fn parse_backends(list: &str) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for name in list.split(',').map(str::trim) {
-        if name.is_empty() {
-            return Err("an empty backend name; expected e.g. cpu or cpu,torch".into());
-        }
-        crate::backend::registry::check_name(name)?;
-        if out.iter().any(|b| b == name) {
-            return Err(format!("backend `{name}` is named twice"));
-        }
-        out.push(name.to_string());
-    }
-    Ok(out)
 }
 
 /// Whether every unit of the plan (this shard's) has its row. A `solver = "all"` case is not
