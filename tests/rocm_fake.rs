@@ -720,15 +720,36 @@ fn selftest_passes_on_a_healthy_card_and_names_each_check() {
 fn selftest_names_the_failing_check_on_a_strix_halo_model() {
     let tmp = tempfile::tempdir().unwrap();
     let libs = lib_dir(tmp.path(), 7, &[]);
-    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+    let logs_root = tmp.path().join("tmp");
+    std::fs::create_dir_all(&logs_root).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
         .args(["selftest", "--backend", "rocm", "--rocm-lib-dir"])
         .arg(&libs)
         .env("FAKE_ROCM_MODEL", model("strix-halo-rocm7.toml"))
+        .env("TMPDIR", &logs_root)
         .env_remove("ROCM_PATH")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(3), "{out}");
+    // The worker logs are kept for the report, in a new directory whose name a planted link
+    // could not have guessed (it was `rocsweep-selftest-<pid>`).
+    let kept = out
+        .lines()
+        .find_map(|l| l.split("the worker logs in ").nth(1))
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| panic!("no logs directory named: {out}"));
+    assert!(kept.starts_with(&logs_root), "{}", kept.display());
+    assert_ne!(
+        kept.file_name().unwrap().to_string_lossy(),
+        format!("rocsweep-selftest-{pid}")
+    );
+    let logs: Vec<_> = std::fs::read_dir(&kept).unwrap().collect();
+    assert!(!logs.is_empty(), "no worker log in {}", kept.display());
     let failed: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert!(
         failed

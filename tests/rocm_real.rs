@@ -308,8 +308,11 @@ fn selftest(archs: &[&str], hide_headers: bool) -> (Option<i32>, String) {
     } else {
         Command::new(exe)
     };
+    // A failing selftest keeps its worker logs under TMPDIR: here, removed with the test's.
+    let logs = tempfile::tempdir().unwrap();
     let o = cmd
         .args(["selftest", "--backend", "rocm", "--arch", &arch])
+        .env("TMPDIR", logs.path())
         .env_remove("ROCM_PATH")
         .env_remove("ROCSWEEP_ROCM_LIB_DIR")
         .output()

@@ -53,11 +53,22 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
     if backend == "rocm" {
         failed += compile_checks(&exe, archs);
     }
-    let logs = std::env::temp_dir().join(format!("rocsweep-selftest-{}", std::process::id()));
-    if let Err(e) = std::fs::create_dir_all(&logs) {
-        crate::noteln!("error: {}: {e}", logs.display());
-        return exit::FAILURE;
-    }
+    // A new directory of an unpredictable name: a link planted at a predictable one
+    // (`rocsweep-selftest-<pid>`) would have taken the worker logs elsewhere.
+    let logs_dir = match tempfile::Builder::new()
+        .prefix("rocsweep-selftest-")
+        .tempdir()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            crate::noteln!(
+                "error: {}: a directory for the worker logs: {e}",
+                std::env::temp_dir().display()
+            );
+            return exit::FAILURE;
+        }
+    };
+    let logs = logs_dir.path().to_path_buf();
     let unavailable = match device_checks(&exe, backend, &logs) {
         Ok(n) => {
             failed += n;
@@ -79,8 +90,10 @@ pub fn command(backend: &str, archs: &[String]) -> i32 {
         exit::OK
     };
     if failed == 0 {
-        let _ = std::fs::remove_dir_all(&logs);
+        drop(logs_dir);
     } else {
+        // Kept for the report: the logs say what failed.
+        let logs = logs_dir.keep();
         crate::sayln!(
             "To report it, send this output, `rocsweep probe --backend {backend}`, and the worker logs in {}",
             logs.display()
