@@ -5,6 +5,9 @@
 //! the README gains that this test cannot place fails it, so the README cannot show a command
 //! that does not work.
 
+#[path = "common/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 use std::path::Path;
 use std::process::Command;
 
@@ -37,19 +40,6 @@ const NOT_RUN_HERE: &[&str] = &[
     "pip install .",
     "cargo test --workspace",
 ];
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
-}
 
 /// What stands in for each name the README uses: run directories (committed fixture runs),
 /// logs to import (committed logs), ROCm trees (Debian's HIP runtime), a unit id (the first

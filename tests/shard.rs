@@ -2,6 +2,9 @@
 //! backend). The target figure: merged shards give the same set of results (same unit ids, same
 //! statuses) as an unsharded run of the same sweep.
 
+#[path = "common/copy_dir.rs"]
+mod copy_dir;
+use copy_dir::copy_dir;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -734,19 +737,6 @@ fn run_directories_without_the_device_index_column_still_load_and_resume() {
     }
     assert_eq!(restored[after.col("device_index")], "");
     rocsweep::results::rundata::RunData::load(&dir).unwrap();
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// Keeps the header and the first `keep` rows of a run's results.csv.

@@ -115,14 +115,6 @@ impl Params {
     }
 }
 
-impl<'a> IntoIterator for &'a Params {
-    type Item = (&'a str, &'a str);
-    type IntoIter = Box<dyn Iterator<Item = (&'a str, &'a str)> + 'a>;
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
-    }
-}
-
 impl Row {
     pub fn param(&self, name: &str) -> Option<&str> {
         self.params.get(name)
