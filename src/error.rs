@@ -14,17 +14,6 @@ pub enum CmdError {
     Failure(String),
 }
 
-/// A run directory that cannot be created is a failure; one that is taken or misnamed
-/// (`--out`) is bad input.
-impl From<crate::results::rundir::RunDirError> for CmdError {
-    fn from(e: crate::results::rundir::RunDirError) -> Self {
-        match e {
-            crate::results::rundir::RunDirError::Create(..) => CmdError::Failure(e.to_string()),
-            _ => CmdError::BadInput(e.to_string()),
-        }
-    }
-}
-
 impl From<SpecError> for CmdError {
     fn from(e: SpecError) -> Self {
         CmdError::Spec(Box::new(e))

@@ -163,3 +163,29 @@ fn the_readme_shows_the_two_commands_ci_runs() {
     assert!(ci.contains("\ncargo test --workspace\n"));
     assert!(ci.contains("cargo run --release -- run sweeps/quickstart.toml"));
 }
+
+#[test]
+fn every_device_script_is_cited_by_the_validation_record_with_a_report_it_reproduces() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let record = std::fs::read_to_string(root.join("docs/validation.md")).unwrap();
+    let mut uncited = Vec::new();
+    for entry in std::fs::read_dir(root.join("scripts/device")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        // A line names the script and at least one report folder that exists.
+        let reproduces = record
+            .lines()
+            .filter(|l| l.contains(&format!("`scripts/device/{name}`")))
+            .any(|l| {
+                l.split('`')
+                    .filter(|p| p.starts_with("reports/"))
+                    .any(|p| root.join(p).is_dir())
+            });
+        if !reproduces {
+            uncited.push(name);
+        }
+    }
+    assert!(
+        uncited.is_empty(),
+        "docs/validation.md does not cite these scripts/device files with a report folder: {uncited:?}"
+    );
+}

@@ -80,6 +80,28 @@ pub struct LibraryFile {
     pub sha256: String,
 }
 
+/// The worker's TEST-ONLY fault (`exec::worker::fault`) for a backend whose calls run in a child
+/// process of its own (torch's Python): the phase sink puts the fault's name here and the
+/// backend takes it with its next request to the child, which carries it out, so that a fault
+/// hits the process a real one would. One mailbox per backend, shared by the two; the first
+/// fault put in wins until it is taken.
+#[derive(Clone, Debug, Default)]
+pub struct ChildFault(std::rc::Rc<std::cell::Cell<Option<&'static str>>>);
+
+impl ChildFault {
+    /// Leaves a fault for the child; a fault already waiting stays.
+    pub fn put(&self, action: &'static str) {
+        if self.0.get().is_none() {
+            self.0.set(Some(action));
+        }
+    }
+
+    /// The fault waiting for the child, if any; the mailbox is empty afterwards.
+    pub fn take(&self) -> Option<&'static str> {
+        self.0.take()
+    }
+}
+
 /// Phase notifications from inside a backend (compile and alloc happen there).
 pub trait PhaseSink {
     fn phase(&mut self, phase: &'static str);
@@ -124,11 +146,11 @@ pub trait Backend {
         telemetry::Reading::default()
     }
 
-    /// Whether the backend's calls run in a child process of its own (torch's Python), where
-    /// the worker's test faults are carried out (`exec::worker::fault::defer`) so that they hit the
-    /// process a real fault would.
-    fn runs_faults_in_child(&self) -> bool {
-        false
+    /// For a backend whose calls run in a child process of its own (torch's Python): the
+    /// mailbox through which the worker's phase sink hands it the test faults to carry out
+    /// there (see `ChildFault`). None: the calls run in the worker, where faults act at once.
+    fn child_fault(&self) -> Option<ChildFault> {
+        None
     }
 
     /// Whether the backend can compile the project's own kernels (NVRTC, hipRTC) here: the

@@ -8,16 +8,19 @@
 //! - [`record`]: what a run leaves behind as it goes (events, the recorder, journal, rows,
 //!   progress, library hashes, ROCm trees).
 //! - The runner: [`run`] (`rocsweep run`), [`pool`] (the plan over device slots) and
-//!   [`strategy_run`] (the loop of `--strategy prune|bisect`) use all four.
+//!   [`strategy_run`] (the loop of `--strategy prune|bisect`) use all four; [`book`] is what
+//!   they decide the next unit from (what is done, what is owed), kept beside the recorder.
 //!
 //! Imports run one way, down this list: the runner -> plan -> supervise -> record -> worker ->
 //! `backend/` (`tests/import_graph.rs` keeps files free of loops; each folder's doc says what
 //! it may import).
 
+pub mod book;
 pub mod plan;
 pub mod pool;
 pub mod record;
 pub mod run;
 pub mod strategy_run;
 pub mod supervise;
+pub mod target;
 pub mod worker;

@@ -14,8 +14,9 @@
 //! journaled and kept, and the last trial (or the first that is not ok) writes the row
 //! (trials::combine).
 
+use crate::exec::book::Shared;
 use crate::exec::record::events::{Event, Stop, Unit};
-use crate::exec::record::recorder::{Recorder, lock};
+use crate::exec::record::recorder::lock;
 pub use crate::exec::supervise::slots::Slot;
 use crate::exec::supervise::supervisor::{Env, Health, SpawnFailed, Supervisor, Watch};
 use crate::exec::worker::unit::Outcome;
@@ -79,7 +80,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Queue<I> {
 pub fn execute<I>(
     slots: &mut [Slot],
     plan: I,
-    shared: &Mutex<Recorder>,
+    shared: &Mutex<Shared>,
     p: &Params,
 ) -> std::io::Result<Option<Stop>>
 where
@@ -172,7 +173,7 @@ struct UnitRef<'a> {
 struct Runner<'a, I> {
     slot: &'a mut Slot,
     queue: &'a Mutex<Queue<I>>,
-    shared: &'a Mutex<Recorder>,
+    shared: &'a Mutex<Shared>,
     p: &'a Params<'a>,
     all_down: &'a AtomicBool,
     failed: &'a AtomicBool,
@@ -308,13 +309,13 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     }
 
     /// What becomes of a unit before any worker sees it.
-    fn before(&self, sh: &Recorder, u: &UnitRef) -> Before {
+    fn before(&self, sh: &Shared, u: &UnitRef) -> Before {
         let id = u.unit.id;
         let kept = |v: &Vec<(u32, Outcome)>| v.iter().any(|(t, _)| *t == u.trial);
-        if sh.has_row(id) || sh.trials.get(id).is_some_and(kept) {
+        if sh.book.has_row(id) || sh.book.trials.get(id).is_some_and(kept) {
             return Before::Done;
         }
-        if let Some(phase) = sh.unfinished.get(id)
+        if let Some(phase) = sh.book.unfinished.get(id)
             && !self.p.retry_interrupted
         {
             let phase = if phase.is_empty() { "init" } else { phase };
@@ -331,7 +332,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 "device-unhealthy",
             )));
         }
-        if let Some(why) = sh.cannot_start.get(&u.env.index) {
+        if let Some(why) = sh.book.cannot_start.get(&u.env.index) {
             return Before::Record(Box::new(Outcome::failed(
                 Status::Error,
                 "init",
@@ -414,7 +415,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         }
         {
             let mut sh = lock(self.shared);
-            let kept = sh.trials.get(u.unit.id).map_or(0, Vec::len) as u32;
+            let kept = sh.book.trials.get(u.unit.id).map_or(0, Vec::len) as u32;
             if out.status == Status::Ok && u.trial < self.p.trials && kept + 1 < self.p.trials {
                 sh.emit(&Event::TrialKept {
                     unit: u.unit,
@@ -439,7 +440,7 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
                 Health::Healthy => {}
                 Health::Unhealthy => self.probe_failed = true,
                 Health::CannotStart(why) => {
-                    lock(self.shared).cannot_start.insert(u.env.index, why);
+                    lock(self.shared).book.cannot_start.insert(u.env.index, why);
                 }
             }
         }
@@ -450,14 +451,8 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     /// the slot's worker produced it (else it is recorded without running: interrupted,
     /// skipped, or its combination cannot start), so that the worker last started, maybe of
     /// another combination and tree, is not taken for the row's device or tree.
-    fn write(
-        &self,
-        sh: &mut Recorder,
-        u: &UnitRef,
-        out: Outcome,
-        ran: bool,
-    ) -> std::io::Result<()> {
-        let earlier = sh.trials.remove(u.unit.id).unwrap_or_default();
+    fn write(&self, sh: &mut Shared, u: &UnitRef, out: Outcome, ran: bool) -> std::io::Result<()> {
+        let earlier = sh.book.trials.remove(u.unit.id).unwrap_or_default();
         let out = crate::exec::plan::trials::combine(earlier, u.trial, out, self.p.trials);
         let left = u64::from(self.p.trials.saturating_sub(u.trial));
         sh.finish(u.unit, self.slot.place(ran), self.p.backend, &out, left)
@@ -478,7 +473,7 @@ pub enum Listing {
 /// lists (the progress total grows by them).
 pub fn list_solvers(
     slot: &mut Slot,
-    shared: &Mutex<Recorder>,
+    shared: &Mutex<Shared>,
     env: Env,
     case: &Case,
     env_key: &str,
@@ -488,10 +483,10 @@ pub fn list_solvers(
     }
     {
         let sh = lock(shared);
-        if sh.has_row(&unit_id(&case.id, "all", env_key)) {
+        if sh.book.has_row(&unit_id(&case.id, "all", env_key)) {
             return Ok(Listing::Recorded);
         }
-        if sh.cannot_start.contains_key(&env.index) {
+        if sh.book.cannot_start.contains_key(&env.index) {
             // No worker to ask: the case's `all` unit records why.
             return Ok(Listing::Solvers(vec!["all".to_string()]));
         }

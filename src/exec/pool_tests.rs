@@ -1,6 +1,8 @@
 use super::*;
+use crate::exec::book::Book;
 use crate::exec::record::journal::{self, Journal};
 use crate::exec::record::progress::Progress;
+use crate::exec::record::recorder::Recorder;
 use crate::exec::supervise::supervisor::tests::{phase, ready, supervisor};
 use crate::exec::worker::protocol::{Event as Wire, PROTOCOL_VERSION, encode};
 use crate::op::OpKind;
@@ -43,19 +45,18 @@ fn run_with_a_hang(probe: Status) -> (Option<Stop>, HashMap<String, Status>, Vec
         device: "test device".into(),
     }];
     let io = |e: std::io::Error| -> std::convert::Infallible { panic!("{e}") };
-    let recorder = Mutex::new(Recorder {
-        journal: Journal::open(dir.path()).unwrap_or_else(|e| match io(e) {}),
-        csv: ResultsWriter::create(&dir.path().join("results.csv"), OpKind::Gemm)
-            .unwrap_or_else(|e| match io(e) {}),
-        summary: Summary::default(),
-        progress: Progress::new(3, 1, 0, true),
-        rows: HashMap::new(),
-        unfinished: HashMap::new(),
-        trials: HashMap::new(),
-        env_devices: BTreeMap::new(),
-        cannot_start: HashMap::new(),
-        contexts: HashMap::new(),
-        trees: Default::default(),
+    let recorder = Mutex::new(Shared {
+        book: Book::default(),
+        rec: Recorder {
+            journal: Journal::open(dir.path()).unwrap_or_else(|e| match io(e) {}),
+            csv: ResultsWriter::create(&dir.path().join("results.csv"), OpKind::Gemm)
+                .unwrap_or_else(|e| match io(e) {}),
+            summary: Summary::default(),
+            progress: Progress::new(3, 1, 0, true),
+            env_devices: BTreeMap::new(),
+            contexts: HashMap::new(),
+            trees: Default::default(),
+        },
     });
     let combos = [EnvCombo::default()];
     let interrupts = AtomicUsize::new(0);
@@ -74,6 +75,7 @@ fn run_with_a_hang(probe: Status) -> (Option<Stop>, HashMap<String, Status>, Vec
     }
     let rec = recorder.into_inner().unwrap_or_else(|e| e.into_inner());
     let statuses = rec
+        .book
         .rows
         .iter()
         .map(|(id, m)| (id.clone(), m.status))

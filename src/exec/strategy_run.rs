@@ -12,12 +12,13 @@
 //! that already has a measured row is read from it instead of run again, so the search replays
 //! to where it stopped and goes on from there without redoing any measured unit.
 
+use crate::exec::book::Shared;
 use crate::exec::plan::confirm::{self, ConfirmRow, Confirmation};
 use crate::exec::plan::strategy::{self, Evidence, Kind, Measured, Search, Verdict};
 use crate::exec::plan::strategy_plan::Plan;
 use crate::exec::pool::{self, Entry, Listing, Params, Slot};
 use crate::exec::record::events::{Stop, Unit};
-use crate::exec::record::recorder::{Place, Recorder, lock};
+use crate::exec::record::recorder::{Place, lock};
 use crate::exec::supervise::supervisor::Env;
 use crate::exec::worker::unit::Outcome;
 use crate::op::{Case, canonical_text, unit_id};
@@ -58,7 +59,7 @@ struct Pending {
 pub(super) fn run(
     slots: &mut [Slot],
     entries: Vec<Entry>,
-    shared: &Mutex<Recorder>,
+    shared: &Mutex<Shared>,
     p: &Params,
     plan: &Plan,
     dir: &Path,
@@ -101,7 +102,7 @@ pub(super) fn run(
         if disagreements > 0 {
             crate::console::note(&text);
         } else if !quiet {
-            lock(r.shared).progress.println(text.trim_end());
+            lock(r.shared).rec.progress.println(text.trim_end());
         }
     }
     // Inferred rows last: a unit the confirmation pass ran has its measured row instead.
@@ -115,7 +116,7 @@ pub(super) fn run(
 
 struct Runner<'r, 'a> {
     slots: &'r mut [Slot],
-    shared: &'r Mutex<Recorder>,
+    shared: &'r Mutex<Shared>,
     p: &'r Params<'a>,
     plan: &'r Plan,
     /// Per case: (env combination index, env key).
@@ -131,12 +132,12 @@ impl Runner<'_, '_> {
     }
 
     fn has_row(&self, unit: usize) -> bool {
-        lock(self.shared).has_row(&self.units[unit].id)
+        lock(self.shared).book.has_row(&self.units[unit].id)
     }
 
     /// What the unit's row says, if it has one (from an earlier session or this one).
     fn measured(&self, unit: usize) -> Option<Measured> {
-        lock(self.shared).rows.get(&self.units[unit].id).cloned()
+        lock(self.shared).book.measured(&self.units[unit].id)
     }
 
     /// Writes a unit's row that no worker produced (inferred, predicted, skipped).

@@ -255,6 +255,17 @@ pub fn dir_label(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
+/// A run directory that cannot be created is a failure; one that is taken or misnamed
+/// (`--out`) is bad input.
+impl From<RunDirError> for crate::error::CmdError {
+    fn from(e: RunDirError) -> Self {
+        match e {
+            RunDirError::Create(..) => crate::error::CmdError::Failure(e.to_string()),
+            _ => crate::error::CmdError::BadInput(e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

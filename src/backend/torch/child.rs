@@ -3,7 +3,7 @@
 //! file's docs). A child that dies takes the worker with it the same way (the same signal or
 //! exit code), so the supervisor records the crash, hang or exit as it would a library's.
 
-use crate::backend::UnitError;
+use crate::backend::{ChildFault, UnitError};
 use serde_json::Value as Json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::OwnedFd;
@@ -68,6 +68,9 @@ pub struct Conn {
     /// The blobs of the last `prepare` the Python side received: it keeps them, so that the
     /// next unit of the same case (another solver) need not send hundreds of MB again.
     pub last_inputs: Option<Vec<Vec<u8>>>,
+    /// The worker's test fault for the Python side, sent with the next request (see
+    /// `ChildFault`); the backend hands a copy to the worker's phase sink.
+    pub fault: ChildFault,
 }
 
 /// One answer: its JSON object and the bytes that followed it.
@@ -141,6 +144,7 @@ impl Conn {
             pidfd,
             stderr: Tail::copy(err),
             last_inputs: None,
+            fault: ChildFault::default(),
         };
         let hello = match conn.read_head() {
             Ok(h) => h,
@@ -286,8 +290,8 @@ impl Conn {
         blobs: &[&[u8]],
         phase: &mut dyn FnMut(&str),
     ) -> Result<Answer, UnitError> {
-        if let Some(a) = crate::exec::worker::fault::take_deferred() {
-            head["fault"] = Json::from(a.name());
+        if let Some(a) = self.fault.take() {
+            head["fault"] = Json::from(a);
         }
         head["blobs"] = Json::from(blobs.iter().map(|b| b.len()).collect::<Vec<_>>());
         let mut line = head.to_string();

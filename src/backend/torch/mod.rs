@@ -193,8 +193,8 @@ impl Backend for TorchBackend {
             .collect()
     }
 
-    fn runs_faults_in_child(&self) -> bool {
-        true
+    fn child_fault(&self) -> Option<crate::backend::ChildFault> {
+        Some(self.conn.borrow().fault.clone())
     }
 
     fn prepare(

@@ -1,10 +1,9 @@
 //! The recorder: every consumer of a run's events behind the one lock that device slots share.
 //! Each event goes to the journal first (durable before anything else says the unit is done),
-//! then results.csv, the summary and the progress display, then the record of measured units
-//! that the strategies decide from. A unit's row is made in one place ([`Recorder::finish`]),
-//! whichever runner (grid or strategy) and whichever slot produced it.
+//! then results.csv, the summary and the progress display. A unit's row is made in one place
+//! ([`Recorder::row`]), whichever runner (grid or strategy) and whichever slot produced it.
+//! What to run next is not kept here: the runner's book (`exec/book.rs`) reads the same events.
 
-use crate::exec::record::events::Measured;
 use crate::exec::record::events::{Event, Sink, Unit};
 use crate::exec::record::journal::Journal;
 use crate::exec::record::progress::Progress;
@@ -21,18 +20,8 @@ pub struct Recorder {
     pub csv: ResultsWriter,
     pub summary: Summary,
     pub progress: Progress,
-    /// Units that have their row, with what it says (rows of earlier sessions, then every
-    /// `Finished` event): the strategies' measurements.
-    pub rows: HashMap<String, Measured>,
-    /// Units started in an earlier session and never finished, with the last phase seen.
-    pub unfinished: HashMap<String, String>,
-    /// Ok trials of units that have no row yet: (trial, outcome).
-    pub trials: HashMap<String, Vec<(u32, Outcome)>>,
     /// The device each env combination's worker reported (env key -> device).
     pub env_devices: BTreeMap<String, String>,
-    /// Env combinations (by index) whose own environment keeps their worker from starting,
-    /// with why: their remaining units are recorded `error` without running.
-    pub cannot_start: HashMap<usize, String>,
     /// In a run over several backends or ROCm trees: each worker context's key (what units
     /// name as their `env_key`) -> what its rows say. Empty in a run of one backend and one
     /// tree, whose rows take the run's backend and their env key as it is.
@@ -91,47 +80,17 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Recorder {
-    pub fn has_row(&self, id: &str) -> bool {
-        self.rows.contains_key(id)
-    }
-
     /// Sends `ev` to every sink, in order; the first I/O error stops it.
     pub fn emit(&mut self, ev: &Event) -> std::io::Result<()> {
         self.journal.on(ev)?;
         self.csv.on(ev)?;
         self.summary.on(ev)?;
-        self.progress.on(ev)?;
-        if let Event::Finished { unit, outcome, .. } = ev {
-            self.trials.remove(unit.id);
-            self.rows.insert(
-                unit.id.to_string(),
-                Measured {
-                    status: outcome.status,
-                    phase: outcome.phase.clone(),
-                },
-            );
-        }
-        if let Event::TrialKept {
-            unit,
-            trial,
-            outcome,
-        } = ev
-        {
-            let kept = self.trials.entry(unit.id.to_string()).or_default();
-            kept.push((*trial, (*outcome).clone()));
-        }
-        Ok(())
+        self.progress.on(ev)
     }
 
-    /// Makes the unit's row from `out` (already combined with its trials) and emits it.
-    pub fn finish(
-        &mut self,
-        unit: Unit,
-        place: Place,
-        backend: &str,
-        out: &Outcome,
-        trials_left: u64,
-    ) -> std::io::Result<()> {
+    /// The unit's CSV row from `out` (already combined with its trials), noting the device and
+    /// the tree its worker reported; the caller emits it as the unit's `Finished` event.
+    pub fn row(&mut self, unit: Unit, place: &Place, backend: &str, out: &Outcome) -> Vec<String> {
         // The device as this unit's own worker reported it (an env variable can change it);
         // a unit that never reached a worker takes what its env combination's worker said.
         let device = match place.reported {
@@ -171,14 +130,7 @@ impl Recorder {
             env,
             rocm,
         };
-        let row = row::record(&key, out);
-        self.emit(&Event::Finished {
-            unit,
-            slot: place.label,
-            outcome: out,
-            row: &row,
-            trials_left,
-        })
+        row::record(&key, out)
     }
 }
 
@@ -303,7 +255,7 @@ fn stopped_line(slot: &str, others_continue: bool) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::op::OpKind;
 
@@ -311,86 +263,17 @@ mod tests {
         panic!("{e}")
     }
 
-    fn recorder(dir: &std::path::Path) -> Recorder {
+    /// A recorder writing into `dir`, for tests.
+    pub(crate) fn recorder(dir: &std::path::Path) -> Recorder {
         Recorder {
             journal: Journal::open(dir).unwrap_or_else(io),
             csv: ResultsWriter::create(&dir.join("results.csv"), OpKind::Gemm).unwrap_or_else(io),
             summary: Summary::default(),
             progress: Progress::new(3, 1, 0, true),
-            rows: HashMap::new(),
-            unfinished: HashMap::new(),
-            trials: HashMap::new(),
             env_devices: BTreeMap::new(),
-            cannot_start: HashMap::new(),
             contexts: HashMap::new(),
             trees: Default::default(),
         }
-    }
-
-    #[test]
-    fn one_finished_event_reaches_the_journal_the_csv_the_summary_and_the_strategies() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let mut r = recorder(dir.path());
-        let case = crate::exec::record::row::tests::gemm_case();
-        let unit = Unit {
-            id: "u1",
-            case: &case,
-            solver: "default",
-            env_key: "A=1",
-        };
-        r.emit(&Event::Started {
-            unit,
-            slot: "",
-            phase: "init",
-            limit_s: 1.0,
-            trial: 1,
-        })
-        .unwrap_or_else(io);
-        r.emit(&Event::TrialKept {
-            unit,
-            trial: 1,
-            outcome: &Outcome::failed(Status::Ok, "", ""),
-        })
-        .unwrap_or_else(io);
-        assert_eq!(r.trials.get("u1").map(Vec::len), Some(1));
-        let place = Place {
-            label: "",
-            reported: Some("gpu0"),
-            fallback: "cpu",
-            info: None,
-        };
-        let out = Outcome::failed(Status::Hang, "run", "no progress");
-        r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
-
-        // The strategies' record and the bookkeeping.
-        let m = r.rows.get("u1").cloned();
-        assert_eq!(
-            m.map(|m| (m.status, m.phase)),
-            Some((Status::Hang, "run".into()))
-        );
-        assert!(
-            !r.trials.contains_key("u1"),
-            "a row ends the unit's kept trials"
-        );
-        assert_eq!(r.env_devices.get("A=1").map(String::as_str), Some("gpu0"));
-        assert_eq!(r.summary.failures_total, 1);
-        r.csv.sync().unwrap_or_else(io);
-
-        // The journal says started, trial, finished (with the row), in that order.
-        let st = crate::exec::record::journal::read(dir.path()).unwrap_or_else(io);
-        let row = st
-            .finished
-            .get("u1")
-            .map(|r| r.fields())
-            .unwrap_or_default();
-        assert_eq!(row.first().map(String::as_str), Some("u1"));
-        // results.csv holds the same row under its header.
-        let (header, rows) = crate::results::csv::read(&dir.path().join("results.csv"))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(rows, vec![row.clone()]);
-        let col = |name: &str| header.iter().position(|h| h == name).unwrap_or(usize::MAX);
-        assert_eq!(row.get(col("device")).map(String::as_str), Some("gpu0"));
-        assert_eq!(row.get(col("status")).map(String::as_str), Some("hang"));
     }
 
     #[test]
@@ -413,9 +296,7 @@ mod tests {
                 info: None,
             };
             let out = Outcome::failed(Status::Skipped, "", "device-unhealthy");
-            r.finish(unit, place, "cpu", &out, 0).unwrap_or_else(io);
-            let st = crate::exec::record::journal::read(dir.path()).unwrap_or_else(io);
-            let row = st.finished.get(id).map(|r| r.fields()).unwrap_or_default();
+            let row = r.row(unit, &place, "cpu", &out);
             assert!(row.iter().any(|c| c == want), "{id}: {row:?}");
             assert!(row.iter().any(|c| c == "0"), "device_index: {row:?}");
         }

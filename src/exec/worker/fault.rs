@@ -66,20 +66,6 @@ impl Action {
     }
 }
 
-/// A fault the worker hands to its backend's child process (torch's Python), which carries it
-/// out before its next request: the first one deferred until then wins.
-static DEFERRED: std::sync::Mutex<Option<Action>> = std::sync::Mutex::new(None);
-
-pub fn defer(action: Action) {
-    if let Ok(mut d) = DEFERRED.lock() {
-        d.get_or_insert(action);
-    }
-}
-
-pub fn take_deferred() -> Option<Action> {
-    DEFERRED.lock().ok().and_then(|mut d| d.take())
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
     rules: Vec<Rule>,

@@ -4,7 +4,7 @@
 //! The protocol goes out on a private duplicate of the original stdout; fd 1 is pointed at
 //! stderr (the worker's log file), so a vendor library printing to stdout cannot corrupt it.
 
-use crate::backend::{self, PhaseSink};
+use crate::backend::{self, ChildFault, PhaseSink};
 use crate::exec::worker::fault::{self, Faults};
 use crate::exec::worker::protocol::{Event, PROTOCOL_VERSION, Request, encode};
 use crate::exec::worker::unit::{self, ReferenceCache};
@@ -49,8 +49,9 @@ struct Phases<'a> {
     out: &'a Out,
     faults: &'a Faults,
     target: String,
-    /// The backend's calls run in a child process: faults are carried out there.
-    in_child: bool,
+    /// Where the backend's calls run in a child process: the mailbox that hands it the faults
+    /// to carry out there (`Backend::child_fault`).
+    child: Option<ChildFault>,
 }
 
 impl PhaseSink for Phases<'_> {
@@ -67,8 +68,8 @@ impl PhaseSink for Phases<'_> {
             .action(&self.target, phase)
             .filter(|a| !a.corrupts_output())
         {
-            if self.in_child {
-                fault::defer(a);
+            if let Some(child) = &self.child {
+                child.put(a.name());
             } else {
                 fault::trigger(a);
             }
@@ -320,7 +321,7 @@ impl Worker {
             out: &self.out,
             faults: &self.faults,
             target,
-            in_child: self.backend.runs_faults_in_child(),
+            child: self.backend.child_fault(),
         };
         let outcome = unit::run_unit(
             self.backend.as_mut(),
@@ -330,8 +331,10 @@ impl Worker {
             &mut self.cache,
             &mut phases,
         );
-        // A fault deferred to the backend's child that no request carried belongs to this unit.
-        fault::take_deferred();
+        // A fault left for the backend's child that no request carried belongs to this unit.
+        if let Some(child) = &phases.child {
+            child.take();
+        }
         send(
             &self.out,
             &Event::Result {
@@ -372,7 +375,7 @@ impl Worker {
                 out: &self.out,
                 faults: &self.faults,
                 target: "probe".into(),
-                in_child: self.backend.runs_faults_in_child(),
+                child: self.backend.child_fault(),
             };
             let outcome = unit::run_unit(
                 self.backend.as_mut(),
