@@ -51,6 +51,10 @@ class Unsupported(Exception):
 # Device and timing
 
 
+# Calls made back to back for one per-call figure (the last one's); see Device.run.
+CALLS_IN_A_ROW = 3
+
+
 class Device:
     """The device torch runs on (its GPU when it has one, else the CPU) and how to time on it."""
 
@@ -82,70 +86,136 @@ class Device:
             self.cycles_per_s = 2_000_000 / max(a.elapsed_time(b) / 1e3, 1e-9)
         return self.cycles_per_s
 
-    def run(self, fn, k, host_sync):
-        """One sample: launch-free device seconds per call over k queued calls, and one call with
-        its launch. On the GPU the k calls are queued behind a spin kernel (torch.cuda._sleep)
-        long enough to cover enqueuing them, as rocsweep's blocking kernel holds its stream; a
-        call that waits for the host cannot be queued, and is timed between events unheld."""
+    def run(self, op, k):
+        """One sample: (launch-free device seconds per call, one call with its launch in seconds,
+        how the first figure was taken). On the GPU, k > 1 calls are captured in a CUDA/HIP
+        graph whose one replay is queued behind a spin kernel (torch.cuda._sleep) long enough to
+        cover launching it, as rocsweep's library backends time a graph behind their blocking
+        kernel (`graph`); a call that cannot be captured is queued k times behind the spin instead
+        (`held`, with the stream's gaps between kernels), and a call that waits for the host is
+        timed between events unheld (`events`). On the CPU: the host's clock (`wall`)."""
         torch = _torch
+        fn = op.call
         if not self.gpu:
             t0 = time.perf_counter()
             fn()
             call = time.perf_counter() - t0
             if k <= 1:
-                return call, call
+                return call, call, "wall"
             t0 = time.perf_counter()
             for _ in range(k):
                 fn()
-            return (time.perf_counter() - t0) / k, call
+            return (time.perf_counter() - t0) / k, call, "wall"
         ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
         torch.cuda.synchronize()
-        a, b = ev(), ev()
-        t0 = time.perf_counter()
-        a.record()
-        fn()
-        b.record()
-        launch = time.perf_counter() - t0
-        b.synchronize()
+        # The per-call figure: one call between two events, the last of CALLS_IN_A_ROW made
+        # back to back as a framework's loop makes them. The first after the request's read
+        # (the thread asleep in read(2)) pays the host's wake-up inside its launch, which
+        # PyTorch's own loop of calls does not.
+        for _ in range(CALLS_IN_A_ROW):
+            a, b = ev(), ev()
+            t0 = time.perf_counter()
+            a.record()
+            fn()
+            b.record()
+            launch = time.perf_counter() - t0
+            b.synchronize()
         call = a.elapsed_time(b) / 1e3
-        if host_sync:
+        if op.host_sync:
             a.record()
             for _ in range(k):
                 fn()
             b.record()
             b.synchronize()
-            return a.elapsed_time(b) / 1e3 / k, call
+            return a.elapsed_time(b) / 1e3 / k, call, "events"
+        if k > 1:
+            g = self.graph_of(op, k)
+            if g is not None:
+                graph, calls, replay_s = g
+                return self.held(graph.replay, replay_s) / calls, call, "graph"
         # The spin covers queueing the k calls on the host (twice the host time one call just
         # took to queue, k times over), not their device time: a longer spin would rest the card
         # before every sample, which rocsweep's own timer does not (its kernel is released as
         # soon as the calls are queued), and a card at its power limit runs faster after a rest.
-        hold_s = (100e-6 + 2.0 * k * max(launch, 5e-6)) * self.spin_scale
+        def queued():
+            for _ in range(k):
+                fn()
+        return self.held(queued, k * max(launch, 5e-6)) / k, call, "held"
+
+    def held(self, enqueue, host_s):
+        """Device seconds of what enqueue() queues, queued behind a spin that outlasts the host's
+        enqueuing (twice host_s, longer when it fell short)."""
+        torch = _torch
+        ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+        hold_s = (100e-6 + 2.0 * host_s) * self.spin_scale
         for _ in range(6):
             held, a, b = ev(), ev(), ev()
             torch.cuda._sleep(int(hold_s * self.calibrate()))
             held.record()
             a.record()
-            for _ in range(k):
-                fn()
+            enqueue()
             b.record()
             released_late = not held.query()
             b.synchronize()
             if released_late:
-                return a.elapsed_time(b) / 1e3 / k, call
+                return a.elapsed_time(b) / 1e3
             hold_s *= 4
             self.spin_scale = min(self.spin_scale * 4, 4.0**5)
         raise RuntimeError("the spin kernel ended before the calls were queued (6 tries)")
 
+    def graph_of(self, op, k):
+        """(graph, calls, host seconds to launch a replay): the op's k calls captured once, and
+        kept while the sample size asked for stays within a factor of two of what it holds (the
+        device time per call is the replay's over the calls it holds). None where the call cannot
+        be captured (the op then samples by queueing, and says so)."""
+        torch = _torch
+        if op.graph is not None:
+            graph, calls, _ = op.graph
+            if calls // 2 <= k <= calls * 2:
+                return op.graph
+            op.graph = None
+            del graph
+        if op.uncapturable:
+            return None
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                op.call()
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for _ in range(k):
+                    op.call()
+            graph.replay()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            graph.replay()
+            replay_s = time.perf_counter() - t0
+            torch.cuda.synchronize()
+        except Exception as e:  # not capturable: a host sync, an unsupported call
+            print("rocsweep torch worker: the call cannot be captured in a graph (%s: %s); "
+                  "its samples are queued calls" % (type(e).__name__, e), file=sys.stderr)
+            op.uncapturable = True
+            torch.cuda.synchronize()
+            return None
+        op.graph = (graph, k, max(replay_s, 5e-6))
+        return op.graph
+
     def flush(self, nbytes):
+        """Writes nbytes of device memory (0: twice the L2) past the caches; whether it did."""
         torch = _torch
         if not self.gpu:
-            return
+            return False
         if nbytes <= 0:
             l2 = getattr(torch.cuda.get_device_properties(self.dev), "L2_cache_size", 0) or (64 << 20)
             nbytes = 2 * l2
         buf = torch.empty(nbytes // 4, dtype=torch.float32, device=self.dev)
         buf.zero_()
         del buf
+        torch.cuda.synchronize()
+        return True
 
 
 def info(d):
@@ -249,6 +319,10 @@ class Op:
         self.call = call
         self._output = output
         self.result = None
+        # The graph of the op's calls that launch-free samples replay (Device.graph_of), and
+        # whether capturing failed once.
+        self.graph = None
+        self.uncapturable = False
 
     def output(self):
         return self._output(self)
@@ -586,7 +660,13 @@ def serve(d, inp):
         try:
             if cmd == "prepare":
                 op = None
+                if d.gpu:
+                    # The last op's memory (its graph's pool among it) back to the device: each
+                    # solver has a process of its own, and their caching allocators share the GPU.
+                    _torch.cuda.empty_cache()
                 d.spin_scale = 1.0
+                print("rocsweep torch worker: process %d prepares %s" % (os.getpid(), req["solver"]),
+                      file=sys.stderr)
                 p = req["problem"]
                 kind = p["op"]
                 if kind == "rng":
@@ -597,8 +677,8 @@ def serve(d, inp):
                     raise Unsupported("torch has no op `%s`" % kind)
                 send({"ok": True, "chosen": op.chosen})
             elif cmd == "run":
-                dev_s, call_s = d.run(op.call, max(1, int(req.get("k", 1))), op.host_sync)
-                send({"ok": True, "device": dev_s, "call": call_s})
+                dev_s, call_s, method = d.run(op, max(1, int(req.get("k", 1))))
+                send({"ok": True, "device": dev_s, "call": call_s, "method": method})
             elif cmd == "output":
                 d.sync()
                 if getattr(op, "raw_output", False):
@@ -607,8 +687,8 @@ def serve(d, inp):
                     t = op.output()
                     send({"ok": True, "dtype": dtype_name(t)}, to_bytes(t))
             elif cmd == "flush":
-                d.flush(int(req.get("bytes", 0)))
-                send({"ok": True})
+                flushed = d.flush(int(req.get("bytes", 0)))
+                send({"ok": True, "flushed": flushed})
             else:
                 send({"ok": False, "kind": "error", "message": "unknown request `%s`" % cmd})
         except Unsupported as e:

@@ -51,18 +51,65 @@ impl Stats {
     }
 }
 
+/// How a sample's device figure was taken (the `timing_method` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// The sample's calls captured in a CUDA/HIP graph, its one replay queued behind a kernel
+    /// that holds the stream: launch-free, with a graph's gaps between kernels.
+    Graph,
+    /// The calls queued in the stream behind a kernel that holds it: launch-free, with the
+    /// stream's gaps between kernels (also a cold sample's one call).
+    Held,
+    /// One call between two events, unheld: a call that waits for the host cannot be queued.
+    Events,
+    /// The host's clock (the CPU backend).
+    Wall,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Graph => "graph",
+            Method::Held => "held",
+            Method::Events => "events",
+            Method::Wall => "wall",
+        }
+    }
+
+    /// The method a child process names (the torch worker's `method`); None for another word.
+    pub fn parse(name: &str) -> Option<Method> {
+        [Method::Graph, Method::Held, Method::Events, Method::Wall]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+}
+
 /// One timed execution, in seconds: launch-free device time per call, and one call with its
-/// launch (see the module docs).
+/// launch (see the module docs), and how the device figure was taken.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sample {
     pub device: f64,
     pub call: f64,
+    pub method: Method,
 }
 
 impl Sample {
-    /// A sample where both figures are the same (the CPU's wall time; a host-synchronous call).
-    pub fn same(s: f64) -> Sample {
-        Sample { device: s, call: s }
+    /// A sample of the host's clock, both figures the same (the CPU backend).
+    pub fn wall(s: f64) -> Sample {
+        Sample {
+            device: s,
+            call: s,
+            method: Method::Wall,
+        }
+    }
+
+    /// A sample of one call between two events, both figures the same (a host-synchronous call).
+    pub fn events(s: f64) -> Sample {
+        Sample {
+            device: s,
+            call: s,
+            method: Method::Events,
+        }
     }
 }
 
@@ -122,6 +169,9 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
 pub struct Measured {
     pub device: Stats,
     pub call: Stats,
+    /// How the samples' device figures were taken: one method's name, or several joined by
+    /// `+` in the order they first appeared (a graph that could not be captured every time).
+    pub method: String,
 }
 
 /// Runs `call` (one timed execution) under `policy`. The argument of `call` says whether to evict
@@ -137,10 +187,14 @@ pub fn measure<E>(
     let mut device = Vec::with_capacity(policy.min_samples as usize);
     let mut per_call = Vec::with_capacity(policy.min_samples as usize);
     let mut total = 0.0;
+    let mut methods: Vec<Method> = Vec::new();
     loop {
         let t = call(policy.flush_cache)?;
         device.push(t.device);
         per_call.push(t.call);
+        if !methods.contains(&t.method) {
+            methods.push(t.method);
+        }
         total += t.device.max(t.call);
         let n = device.len() as u32;
         if n >= policy.max_samples {
@@ -157,9 +211,11 @@ pub fn measure<E>(
             }
         }
     }
+    let method: Vec<&str> = methods.iter().map(|m| m.name()).collect();
     Ok(Measured {
         device: Stats::from_samples(&device),
         call: Stats::from_samples(&per_call),
+        method: method.join("+"),
     })
 }
 
@@ -201,6 +257,7 @@ mod tests {
             Ok(Sample {
                 device: 1e-3,
                 call: 1.2e-3,
+                method: Method::Held,
             })
         })
         .unwrap()
@@ -214,7 +271,7 @@ mod tests {
         let mut i = 0u32;
         let s = measure::<()>(&policy(), |_| {
             i += 1;
-            Ok(Sample::same(if i.is_multiple_of(2) { 1e-3 } else { 3e-3 }))
+            Ok(Sample::wall(if i.is_multiple_of(2) { 1e-3 } else { 3e-3 }))
         })
         .unwrap()
         .device;
@@ -228,7 +285,7 @@ mod tests {
             target_noise: 0.0,
             ..policy()
         };
-        let s = measure::<()>(&p, |_| Ok(Sample::same(0.1))).unwrap();
+        let s = measure::<()>(&p, |_| Ok(Sample::wall(0.1))).unwrap();
         assert_eq!(
             s.device.samples, 5,
             "five samples of 0.1 s pass the 0.45 s cap"
@@ -245,7 +302,7 @@ mod tests {
         };
         measure::<()>(&p, |flush| {
             flushes += flush as u32;
-            Ok(Sample::same(1e-3))
+            Ok(Sample::wall(1e-3))
         })
         .unwrap();
         assert_eq!(flushes, 5);
@@ -263,11 +320,34 @@ mod tests {
             Ok(Sample {
                 device: 4e-6,
                 call: 13e-6,
+                method: Method::Graph,
             })
         })
         .unwrap();
         assert_eq!(s.device.median, 4e-6);
         assert_eq!(s.call.median, 13e-6);
+        assert_eq!(s.method, "graph");
+    }
+
+    #[test]
+    fn the_methods_of_the_samples_are_named_in_the_order_they_first_appeared() {
+        let mut i = 0u32;
+        let s = measure::<()>(&policy(), |_| {
+            i += 1;
+            let method = if i <= 3 { Method::Graph } else { Method::Held };
+            Ok(Sample {
+                device: 1e-3,
+                call: 1e-3,
+                method,
+            })
+        })
+        .unwrap();
+        // Two warm-up calls and the first sample were graphs; the rest held streams.
+        assert_eq!(s.method, "graph+held");
+        for m in [Method::Graph, Method::Held, Method::Events, Method::Wall] {
+            assert_eq!(Method::parse(m.name()), Some(m));
+        }
+        assert_eq!(Method::parse("stream"), None);
     }
 
     #[test]

@@ -729,3 +729,53 @@ fn the_seed_sweeps_run_over_both_layers() {
         );
     }
 }
+
+/// What each worker log says about the Python processes that prepared units: solver -> pids.
+fn preparing_pids(run: &Path) -> HashMap<String, std::collections::BTreeSet<u32>> {
+    let mut by_solver: HashMap<String, std::collections::BTreeSet<u32>> = HashMap::new();
+    for entry in std::fs::read_dir(run.join("workers")).unwrap() {
+        let log = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        for line in log.lines() {
+            let Some(rest) = line.strip_prefix("rocsweep torch worker: process ") else {
+                continue;
+            };
+            let Some((pid, solver)) = rest.split_once(" prepares ") else {
+                continue;
+            };
+            by_solver
+                .entry(solver.trim().to_string())
+                .or_default()
+                .insert(pid.parse().unwrap());
+        }
+    }
+    by_solver
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn each_torch_solver_runs_in_a_python_process_of_its_own_and_rows_say_how_they_were_timed() {
+    let Some(py) = python() else { return };
+    // Two shapes, each through both solvers, in the order a worker takes them (shape by shape):
+    // a Python shared between solvers would see both in turn.
+    let (o, r, t) = run(
+        &py,
+        "op = \"conv2d\"\n[axes]\nc_in = [4, 8]\nc_out = 8\nh = 6\nsolver = \"all\"",
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(r.len(), 4, "{}", text(&o));
+    let pids = preparing_pids(&t.path().join("run"));
+    let default = &pids["torch-default"];
+    let benchmark = &pids["torch-benchmark"];
+    assert_eq!(default.len(), 1, "one process per solver: {pids:?}");
+    assert_eq!(benchmark.len(), 1, "one process per solver: {pids:?}");
+    assert!(default.is_disjoint(benchmark), "{pids:?}");
+    // The CPU has nothing to flush: the default cold cache reads `warm`, timed by the host clock.
+    for row in &r {
+        assert_eq!(
+            (row["timing_method"].as_str(), row["cache"].as_str()),
+            ("wall", "warm"),
+            "{row:?}"
+        );
+    }
+}

@@ -186,8 +186,11 @@ pub trait Prepared {
         String::new()
     }
     /// Evicts caches before a cold sample by writing `bytes` of device memory (0: the backend's
-    /// default for the device); a no-op where the backend has nothing to flush.
-    fn flush_cache(&mut self, _bytes: u64) {}
+    /// default for the device). Whether it did: false where the backend has nothing to flush
+    /// (the CPU) or the flush failed, and the row then says its samples ran `warm`.
+    fn flush_cache(&mut self, _bytes: u64) -> bool {
+        false
+    }
     /// gemm: makes copies of the inputs, `bytes` in all, that later calls use in turn
     /// (`[timing] rotating_mib`; the sweep loader allows it for gemm only).
     fn rotate_inputs(&mut self, _bytes: u64) -> Result<(), UnitError> {

@@ -158,7 +158,7 @@ fn prepared(problem: &Problem, inputs: &Inputs) -> Result<Box<dyn Prepared>, Uni
 fn timed(f: impl FnOnce()) -> Sample {
     let t = Instant::now();
     f();
-    Sample::same(t.elapsed().as_secs_f64())
+    Sample::wall(t.elapsed().as_secs_f64())
 }
 
 struct ConvRun {
@@ -380,7 +380,7 @@ impl Prepared for CastRun {
     fn run(&mut self, _batch: Batch) -> Result<Sample, UnitError> {
         let t = Instant::now();
         self.convert();
-        Ok(Sample::same(t.elapsed().as_secs_f64()))
+        Ok(Sample::wall(t.elapsed().as_secs_f64()))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         Ok(self.out.clone())
@@ -409,7 +409,7 @@ impl Prepared for GraphRun {
             self.outs[i] = y;
         }
         self.next += 1;
-        Ok(Sample::same(secs))
+        Ok(Sample::wall(secs))
     }
     fn output(&mut self) -> Result<HostData, UnitError> {
         // Verification wants every replay's output: run the replays not run yet.

@@ -35,6 +35,8 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "mean_ms",
     "stdev_ms",
     "samples",
+    "timing_method",
+    "cache",
     "trials",
     "trial_ms",
     "trial_spread",
@@ -70,6 +72,8 @@ pub const OPTIONAL_COLUMNS: &[&str] = &[
     "trial_ms",
     "trial_spread",
     "chosen",
+    "timing_method",
+    "cache",
 ];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it

@@ -69,7 +69,9 @@ pub struct TimingPolicy {
     pub target_noise: f64,
     /// Stop sampling after this many seconds of measured time (once min_samples are in).
     pub max_time: f64,
-    /// Evict caches before each sample (GPU backends write a buffer larger than their caches).
+    /// Evict caches before each sample (GPU backends write a buffer larger than their caches):
+    /// `[timing] cache = "cold"`, the default as in nvbench; `"warm"` turns it off (the older
+    /// spelling `flush_cache = true | false` still reads).
     pub flush_cache: bool,
     /// MiB written by a flush; 0 = the backend's default for the device (CUDA: twice the L2;
     /// ROCm: twice the L2 and at least 512 MiB, past MI300's 256 MiB Infinity Cache).
@@ -115,7 +117,7 @@ impl Default for TimingPolicy {
             max_samples: 200,
             target_noise: 0.05,
             max_time: 1.0,
-            flush_cache: false,
+            flush_cache: true,
             flush_mib: 0,
             rotating_mib: 0,
             trials: DEFAULT_TRIALS,

@@ -341,6 +341,18 @@ impl Cx<'_> {
         Ok(p)
     }
 
+    /// `[timing] cache`: "cold" (flush before each sample) is true, "warm" false.
+    fn cache_state(&self, v: &Sp) -> Result<bool, SpecError> {
+        match self.string(v, "cache")?.as_str() {
+            "cold" => Ok(true),
+            "warm" => Ok(false),
+            other => Err(self.err(
+                v.span(),
+                format!("[timing] `cache` is \"cold\" (caches flushed before each sample, the default) or \"warm\", not \"{other}\""),
+            )),
+        }
+    }
+
     /// Sets the keys `t` (a `[timing]` table) names on `p`, leaving the others as they are.
     pub(super) fn timing_into(&self, p: &mut TimingPolicy, t: &Sp) -> Result<(), SpecError> {
         let table = self.table(t, "timing")?;
@@ -351,6 +363,7 @@ impl Cx<'_> {
             "max_samples",
             "target_noise",
             "max_time",
+            "cache",
             "flush_cache",
             "flush_mib",
             "rotating_mib",
@@ -377,8 +390,18 @@ impl Cx<'_> {
                 "flush_mib" => p.flush_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
                 "rotating_mib" => p.rotating_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
                 "trials" => p.trials = self.count_at_most(v, k, 1, super::policy::MAX_TRIALS)?,
+                "cache" => p.flush_cache = self.cache_state(v)?,
                 _ => p.flush_cache = self.boolean(v, k)?,
             }
+        }
+        // `flush_cache` is the older spelling of `cache`: both may stand only if they agree.
+        if let (Some(c), Some(f)) = (table.get("cache"), table.get("flush_cache"))
+            && Some(self.cache_state(c)?) != f.get_ref().as_bool()
+        {
+            return Err(self.err(
+                c.span(),
+                "[timing] `cache` and `flush_cache` disagree (`flush_cache` is the older spelling: `flush_cache = true` is `cache = \"cold\"`); keep one",
+            ));
         }
         if p.max_samples < p.min_samples {
             // Point at whichever of the two the file sets (max_samples first), not the table.

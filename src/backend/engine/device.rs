@@ -5,7 +5,7 @@ use super::mem::DevMem;
 use super::runtime::Runtime;
 use super::timer::{Blocker, events, graphed};
 use crate::backend::UnitError;
-use crate::timing::{Batch, Sample, calls_per_sample};
+use crate::timing::{Batch, Method, Sample, calls_per_sample};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -45,24 +45,29 @@ impl<R: Runtime> Device<R> {
     /// evicting the working set from the caches, and waits for it. The buffer is kept for the
     /// worker's next flush; a flush that cannot be made is skipped (the sample is then warm,
     /// which the row's numbers show, rather than an error).
-    pub fn flush_cache(&self, bytes: u64) {
+    /// Writes `bytes` of device memory (0: the runtime's default), past the caches; whether
+    /// it did.
+    pub fn flush_cache(&self, bytes: u64) -> bool {
         let want = if bytes > 0 {
             bytes as usize
         } else {
             self.rt.default_flush_bytes()
         };
         if want == 0 {
-            return;
+            return false;
         }
         let mut slot = self.flush.borrow_mut();
         if slot.as_ref().is_none_or(|m| m.bytes < want) {
             *slot = None;
             *slot = DevMem::alloc(&self.rt, want).ok();
         }
-        if let Some(m) = slot.as_ref() {
-            // SAFETY: the buffer holds m.bytes bytes.
-            let _ = unsafe { self.rt.memset_async(m.ptr, m.bytes) };
-            let _ = self.rt.sync();
+        match slot.as_ref() {
+            Some(m) => {
+                // SAFETY: the buffer holds m.bytes bytes.
+                let set = unsafe { self.rt.memset_async(m.ptr, m.bytes) };
+                set.is_ok() && self.rt.sync().is_ok()
+            }
+            None => false,
         }
     }
 
@@ -113,10 +118,18 @@ impl<R: Runtime> Device<R> {
             && batch == Batch::Auto
             && let Some(device) = graphed(rt, blocker, k, &mut f)?
         {
-            return Ok(Sample { device, call });
+            return Ok(Sample {
+                device,
+                call,
+                method: Method::Graph,
+            });
         }
         let device = blocker.blocked(rt, k, &mut f)?;
-        Ok(Sample { device, call })
+        Ok(Sample {
+            device,
+            call,
+            method: Method::Held,
+        })
     }
 
     /// One sample of a call that synchronizes with the host (a copy from pageable memory): it
@@ -125,6 +138,6 @@ impl<R: Runtime> Device<R> {
         &self,
         f: impl FnOnce() -> Result<(), UnitError>,
     ) -> Result<Sample, UnitError> {
-        events(&*self.rt, f).map(Sample::same)
+        events(&*self.rt, f).map(Sample::events)
     }
 }

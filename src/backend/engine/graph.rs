@@ -235,8 +235,8 @@ impl<R: Runtime, S: Sequence<R>> Prepared for GraphRun<R, S> {
         Ok(secs)
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.dev.flush_cache(bytes)
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

@@ -82,8 +82,8 @@ impl<R: Runtime, G: Normals> Prepared for RngRun<R, G> {
         })
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.dev.flush_cache(bytes)
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {
@@ -194,8 +194,8 @@ impl<R: Runtime> Prepared for CopyRun<R> {
         Ok(t)
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.dev.flush_cache(bytes)
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {
@@ -246,8 +246,8 @@ impl<R: Runtime> Prepared for CastRun<R> {
         self.dev.timed(batch, || k.cast(from, to, i, o, n))
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.dev.flush_cache(bytes)
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

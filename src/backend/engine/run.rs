@@ -128,8 +128,8 @@ impl<R: Runtime, C: Call> Prepared for CallRun<R, C> {
         Ok(())
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        self.dev.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.dev.flush_cache(bytes)
     }
 
     fn output(&mut self) -> Result<HostData, UnitError> {

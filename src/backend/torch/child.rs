@@ -122,7 +122,7 @@ impl Conn {
     /// Starts the worker file under `python` and reads its hello. Err says why the backend
     /// cannot run (no such Python, no torch in it, a protocol it does not speak), with the end
     /// of what the Python wrote to stderr.
-    pub fn start(python: &std::path::Path) -> Result<(Conn, Json), String> {
+    pub fn start(python: &std::path::Path, fault: ChildFault) -> Result<(Conn, Json), String> {
         let mut child = Command::new(python)
             .arg("-c")
             .arg(format!("{SAFE_PATH}{SOURCE}"))
@@ -144,7 +144,7 @@ impl Conn {
             pidfd,
             stderr: Tail::copy(err),
             last_inputs: None,
-            fault: ChildFault::default(),
+            fault,
         };
         let hello = match conn.read_head() {
             Ok(h) => h,
@@ -164,6 +164,11 @@ impl Conn {
             ));
         }
         Ok((conn, hello))
+    }
+
+    /// The Python process's id (for the worker log).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Why the Python gave no hello, once it is gone: it is ended at once where it still runs

@@ -2,6 +2,14 @@
 //! `child`). The Python side makes the calls and times them; everything else is rocsweep's own,
 //! as for every backend: the inputs, the phases, the fault switch, and the verification of the
 //! output against the CPU reference. On a machine without a GPU, torch runs on its CPU device.
+//!
+//! Each torch solver runs in a Python process of its own, started when the worker first needs
+//! it and kept for the worker's life: a user's process runs one configuration, and PyTorch's
+//! caches are per process and keyed without the settings that tell the solvers apart (cuDNN's
+//! algorithm cache ignores `cudnn.benchmark`, so a shape that `torch-default` ran first would
+//! hand `torch-benchmark` the heuristic's pick instead of benchmarking). A fresh process per
+//! solver is exact where clearing the caches would not be: there is no public call that empties
+//! cuDNN's algorithm cache.
 
 mod child;
 
@@ -54,7 +62,14 @@ pub fn accepts_solver(op: OpKind, s: &str) -> bool {
 }
 
 pub struct TorchBackend {
-    conn: Rc<RefCell<Conn>>,
+    /// The Python that runs torch, and what said so (for a solver's own process).
+    python: std::path::PathBuf,
+    /// The process started by `open` (whose hello gave `info`), until a solver takes it.
+    spare: Option<Conn>,
+    /// Each solver's own Python process (see the module docs).
+    conns: std::collections::HashMap<String, Rc<RefCell<Conn>>>,
+    /// The test faults the worker hands to whichever process the next request goes to.
+    fault: crate::backend::ChildFault,
     info: BackendInfo,
     gpu: bool,
     /// Clock and temperature of torch's device (none on the CPU, or where the vendor's
@@ -83,7 +98,8 @@ impl TorchBackend {
     /// Starts the Python side. Err: why torch cannot run here (no such Python, no torch).
     pub fn open() -> Result<TorchBackend, String> {
         let (python, why) = choose_python();
-        let (conn, hello) = Conn::start(&python).map_err(|e| {
+        let fault = crate::backend::ChildFault::default();
+        let (conn, hello) = Conn::start(&python, fault.clone()).map_err(|e| {
             format!("{e} (python from {why}; name one whose environment has torch with --python)")
         })?;
         let i = &hello["info"];
@@ -144,11 +160,39 @@ impl TorchBackend {
             ));
         }
         Ok(TorchBackend {
-            conn: Rc::new(RefCell::new(conn)),
+            python,
+            spare: Some(conn),
+            conns: std::collections::HashMap::new(),
+            fault,
             gpu,
             info,
             monitor,
         })
+    }
+}
+
+impl TorchBackend {
+    /// The solver's own Python process: the one `open` started if no solver has it yet, else a
+    /// new one. Err: a new one could not start (the row is an `error` with why).
+    fn conn_for(&mut self, solver: &str) -> Result<Rc<RefCell<Conn>>, UnitError> {
+        if let Some(c) = self.conns.get(solver) {
+            return Ok(Rc::clone(c));
+        }
+        let conn = match self.spare.take() {
+            Some(c) => c,
+            None => Conn::start(&self.python, self.fault.clone())
+                .map(|(c, _)| c)
+                .map_err(|e| {
+                    UnitError::library("torch", "python", format!("a Python for {solver}: {e}"))
+                })?,
+        };
+        crate::noteln!(
+            "worker: torch solver {solver} runs in Python process {} of its own",
+            conn.pid()
+        );
+        let conn = Rc::new(RefCell::new(conn));
+        self.conns.insert(solver.to_string(), Rc::clone(&conn));
+        Ok(conn)
     }
 }
 
@@ -194,7 +238,7 @@ impl Backend for TorchBackend {
     }
 
     fn child_fault(&self) -> Option<crate::backend::ChildFault> {
-        Some(self.conn.borrow().fault.clone())
+        Some(self.fault.clone())
     }
 
     fn prepare(
@@ -212,7 +256,8 @@ impl Backend for TorchBackend {
         let (data, seed) = blobs(inputs);
         let mut head =
             json!({"cmd": "prepare", "problem": problem, "solver": solver, "seed": seed});
-        let mut conn = self.conn.borrow_mut();
+        let shared = self.conn_for(solver)?;
+        let mut conn = shared.borrow_mut();
         // The same inputs as the last prepare (the same case, another solver): the Python side
         // still has them.
         let same = !data.is_empty()
@@ -238,7 +283,7 @@ impl Backend for TorchBackend {
         let answer = answer?;
         drop(conn);
         Ok(Box::new(TorchPrepared {
-            conn: Rc::clone(&self.conn),
+            conn: Rc::clone(&shared),
             chosen: answer.head["chosen"]
                 .as_str()
                 .unwrap_or_default()
@@ -254,7 +299,8 @@ struct TorchPrepared {
     chosen: String,
     /// The type of a raw output (the graph op hands its replays over as bytes).
     out_dtype: crate::dtype::DType,
-    /// The last sample's per-call seconds: how many calls the next launch-free sample queues.
+    /// The last sample's device seconds per call: how many calls the next launch-free sample
+    /// holds.
     last_call: f64,
 }
 
@@ -269,11 +315,22 @@ impl Prepared for TorchPrepared {
         let k = timing::calls_per_sample(batch, self.last_call);
         let a = self.ask(json!({"cmd": "run", "k": k}))?;
         let get = |key: &str| a.head[key].as_f64().unwrap_or(f64::NAN);
+        // The Python side says how it took the device figure; an older one said nothing and
+        // queued the calls behind a spin.
+        let method = a.head["method"].as_str().and_then(timing::Method::parse);
         let s = Sample {
             device: get("device"),
             call: get("call"),
+            method: method.unwrap_or(timing::Method::Held),
         };
-        self.last_call = s.call;
+        // The next sample's size from this one's device time per call: torch's per-call figure
+        // holds Python's dispatch (10-30 us), which would leave a short call's graph a few calls
+        // long, and a graph's start a larger share of each call than in PyTorch's own graphs.
+        self.last_call = if s.device > 0.0 && s.device.is_finite() {
+            s.device
+        } else {
+            s.call
+        };
         Ok(s)
     }
 
@@ -291,8 +348,10 @@ impl Prepared for TorchPrepared {
         self.chosen.clone()
     }
 
-    fn flush_cache(&mut self, bytes: u64) {
-        let _ = self.ask(json!({"cmd": "flush", "bytes": bytes}));
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        // The Python side flushes torch's GPU (it says `flushed`); on the CPU it has nothing to.
+        self.ask(json!({"cmd": "flush", "bytes": bytes}))
+            .is_ok_and(|a| a.head["flushed"].as_bool() == Some(true))
     }
 }
 

@@ -69,6 +69,8 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         ms(st.map(|s| s.mean)),
         ms(st.map(|s| s.stdev)),
         st.map(|s| s.samples.to_string()).unwrap_or_default(),
+        out.timing_method.clone(),
+        out.cache.clone(),
         match out.trials {
             0 => String::new(),
             n => n.to_string(),

@@ -39,6 +39,14 @@ pub struct Outcome {
     /// One call with its launch, as a framework sees it.
     #[serde(default)]
     pub call_stats: Option<Stats>,
+    /// How the device figures were taken (`crate::timing::Method`'s names, the
+    /// `timing_method` column); empty where nothing was timed.
+    #[serde(default)]
+    pub timing_method: String,
+    /// The cache state of the samples (the `cache` column): `cold` (flushed before each),
+    /// `rotated` (inputs rotated through copies), `warm`; empty where nothing was timed.
+    #[serde(default)]
+    pub cache: String,
     /// The device's clock and temperature before and after the samples, where readable.
     #[serde(default)]
     pub telemetry: Option<Span>,
@@ -70,6 +78,8 @@ impl Outcome {
             compile_warm_s: None,
             stats: None,
             call_stats: None,
+            timing_method: String::new(),
+            cache: String::new(),
             telemetry: None,
             workspace_bytes: 0,
             chosen: String::new(),
@@ -226,6 +236,8 @@ fn prepared_outcome(prepared: &dyn Prepared, first_call_s: f64) -> Outcome {
             .filter(|w| w.is_finite()),
         stats: None,
         call_stats: None,
+        timing_method: String::new(),
+        cache: String::new(),
         telemetry: None,
         workspace_bytes: prepared.workspace_bytes(),
         chosen: prepared.chosen(),
@@ -330,16 +342,25 @@ fn time(
         return Err(classify(e, "alloc"));
     }
     let before = backend.telemetry();
+    // Cold only if every measured sample's flush happened (the CPU has nothing to flush).
+    let mut flushed = tp.flush_cache;
     let sample = |flush: bool| {
-        if flush {
-            prepared.flush_cache(u64::from(tp.flush_mib) << 20);
+        if flush && prepared.flush_cache(u64::from(tp.flush_mib) << 20) {
             prepared.run(Batch::Single)
         } else {
+            flushed &= !flush;
             prepared.run(Batch::Auto)
         }
     };
     match timing::measure(tp, sample) {
         Ok(m) => {
+            outcome.cache = match (flushed, tp.rotating_mib > 0) {
+                (true, _) => "cold",
+                (false, true) => "rotated",
+                (false, false) => "warm",
+            }
+            .to_string();
+            outcome.timing_method = m.method;
             outcome.stats = Some(m.device);
             outcome.call_stats = Some(m.call);
             let span = Span {

@@ -330,7 +330,7 @@ impl Prepared for EngineRun {
             1.0
         }
     }
-    fn flush_cache(&mut self, bytes: u64) {
-        self.gpu.flush_cache(bytes);
+    fn flush_cache(&mut self, bytes: u64) -> bool {
+        self.gpu.flush_cache(bytes)
     }
 }
