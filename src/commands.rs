@@ -136,10 +136,19 @@ pub fn list_ops_text() -> String {
             );
         }
         let _ = writeln!(s, "  {:<13} default|all (every backend)", "solver");
-        let by_backend: [(&str, Vec<&str>); 3] = [
+        let blas = format!(
+            "torch-matmul+BLAS torch-linear+BLAS (BLAS: {})",
+            crate::backend::torch::BLAS_PREFERENCES.join(" ")
+        );
+        let mut torch = crate::backend::torch::solver_names(op).to_vec();
+        if op == crate::op::OpKind::Gemm {
+            torch.push(&blas);
+        }
+        let by_backend: [(&str, Vec<&str>); 4] = [
             ("cpu", crate::backend::cpu::solver_names(op).to_vec()),
             ("cuda", crate::backend::cuda::solver_names(op).to_vec()),
             ("rocm", crate::backend::rocm::solver_names(op)),
+            ("torch", torch),
         ];
         for (backend, names) in by_backend {
             let names: Vec<&str> = names

@@ -222,6 +222,11 @@ fn a_backend_that_cannot_run_here_is_a_clear_error() {
             || err.contains("HIP runtime (libamdhip64) not found; looked for"),
         "{err}"
     );
+    // ... with the backends that do run here.
+    assert!(
+        err.contains("hint: on this machine, run the sweep's cases with --backend cuda,torch (an NVIDIA GPU) or --backend cpu,torch"),
+        "{err}"
+    );
     assert!(!out.exists());
 }
 
@@ -236,6 +241,14 @@ fn list_ops_and_probe_describe_the_build() {
         );
     }
     assert!(s.contains("default same as h"));
+    // Every backend's solvers, torch's among them (with its BLAS preferences for gemm).
+    for line in [
+        "torch: torch-default torch-benchmark",
+        "torch: torch-matmul torch-linear torch-matmul+BLAS torch-linear+BLAS (BLAS: cublas cublaslt hipblaslt ck)",
+        "torch: torch-to torch-to-nonblocking",
+    ] {
+        assert!(s.lines().any(|l| l.trim() == line), "{line}\n{s}");
+    }
     let o = bin().arg("probe").output().unwrap();
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("cpu: available"), "{s}");

@@ -100,7 +100,7 @@ fn cublaslt_trace_lines_are_read_with_their_layouts_and_transposes() {
     assert!(text.contains("batch = 64"), "{text}");
     let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary.md");
     assert!(
-        summary.contains("78 of cuBLASLt trace log, 78 problems"),
+        summary.contains("78 cuBLASLt trace log lines, 78 problems"),
         "{summary}"
     );
     let w = weights(&out.join("gemm.toml"));
@@ -289,7 +289,7 @@ fn bad_input_is_exit_2_and_writes_nothing() {
     );
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains(&format!("{}: nothing to import (3 lines, 1 of MIOpen command log, 0 problems, 1 not supported, 2 other lines skipped)", junk.display())), "{err}");
+    assert!(err.contains(&format!("{}: nothing to import (3 lines, 1 MIOpen command log line, 0 problems, 1 not supported, 2 other lines skipped)", junk.display())), "{err}");
     assert!(!out.exists(), "no half-written directory");
     assert!(std::fs::read_dir(tmp.path()).expect("ls").all(|e| {
         !e.expect("entry")

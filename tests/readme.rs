@@ -189,3 +189,45 @@ fn every_device_script_is_cited_by_the_validation_record_with_a_report_it_reprod
         "docs/validation.md does not cite these scripts/device files with a report folder: {uncited:?}"
     );
 }
+
+#[test]
+fn the_docs_put_what_works_first_and_give_the_test_time_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut texts = vec![(
+        "README.md".to_string(),
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+    )];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        let name = format!("docs/{}", p.file_name().unwrap().to_string_lossy());
+        texts.push((name, std::fs::read_to_string(&p).unwrap()));
+    }
+    // Nothing is published: no page shows `pip install rocsweep` before what works today.
+    for (name, text) in &texts {
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("pip install") || l.starts_with("uv tool install"));
+        assert!(
+            first.is_none_or(|l| !l.starts_with("pip install rocsweep")
+                && !l.starts_with("uv tool install rocsweep")),
+            "{name}: the first install command is {first:?}, which fails until a release is published"
+        );
+    }
+    // The test suite's duration, wherever a page gives it, is one figure.
+    let mut figures = std::collections::BTreeSet::new();
+    for (_, text) in &texts {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (i, _) in flat.match_indices("test suite about ") {
+            let rest = &flat[i + "test suite about ".len()..];
+            if let Some(n) = rest.split(' ').next() {
+                figures.insert(n.to_string());
+            }
+        }
+        assert!(
+            !flat.contains("suite takes about"),
+            "another way of giving the test time"
+        );
+    }
+    assert!(figures.len() <= 1, "the test time is given as {figures:?}");
+}

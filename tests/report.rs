@@ -175,6 +175,12 @@ fn release_a_report_has_no_failures_and_names_its_cases() {
     assert!(html.contains("m=n=k=128 dtype=out_dtype=bf16"));
     let md = read(&dir, "summary.md");
     assert!(md.contains("Counts: 8 units: ok 8"), "{md}");
+    // Nothing fails: one sentence for the boundaries, not a row of "never" per line.
+    assert!(
+        md.contains("## Boundaries along m\n\nNo line fails: each of the"),
+        "{md}"
+    );
+    assert!(!md.contains("| never |"), "{md}");
     let svg = read(&dir, "throughput.svg");
     // dtype is a word: a panel per dtype rather than a line zig-zagging between them.
     assert!(svg.contains("dtype=f32") && svg.contains("dtype=bf16"));

@@ -191,6 +191,12 @@ fn override_bad_value_points_at_the_item() {
     override_error("layout=nchw, nchwc", 14, "unknown layout `nchwc`");
     override_error("c_in=16,0", 9, "`c_in` must be at least 1, found 0");
     override_error("c_in=16,,32", 9, "empty value in the list for `c_in`");
+    // A range written bare is a string: the message names the generators.
+    override_error(
+        "h=7..9",
+        3,
+        "`h` expects an integer, found a string; a range is written range(7..9) (every integer; range(a..=b, step=s)) or pow2(7..9) (powers of two)",
+    );
     override_error(
         "c_in=16,99999999999999999999",
         9,

@@ -615,6 +615,14 @@ fn cpu_and_torch_side_by_side_say_which_layer_fails() {
         let line = format!("| {case} | {lib} | {torch} | {verdict} |");
         assert!(summary.contains(&line), "{line} in:\n{summary}");
     }
+    // The table leads with the verdicts counted, and lists the failing cases first.
+    assert!(
+        summary.contains("**3 of 4 cases fail in some layer (listed first): 1 library · 1 pytorch · 1 library only · 1 neither.**"),
+        "{summary}"
+    );
+    let neither = summary.find("| m=n=k=8 |").unwrap();
+    let library = summary.find("| m=n=k=32 |").unwrap();
+    assert!(library < neither, "{summary}");
     assert!(
         summary.contains("```python") && summary.contains("torch.matmul(A, B)"),
         "the torch side's stand-alone script: {summary}"
@@ -778,4 +786,164 @@ fn each_torch_solver_runs_in_a_python_process_of_its_own_and_rows_say_how_they_w
             "{row:?}"
         );
     }
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_cpu_and_torch_run_counts_its_solvers_up_front_and_names_both_backends() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        format!(
+            "name = \"t\"\nop = \"gemm\"\n[axes]\nm = [8, 16]\nn = 8\nk = 8\nsolver = \"all\"\n{TIMING}"
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .arg("--python")
+        .arg(&py)
+        .args(["run", "--backend", "cpu,torch", "--trials", "1", "--out"])
+        .arg(&out)
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let rows = rows(&out);
+    // Two cases, each through the CPU's gemm solvers and torch's two.
+    let cpu = rows.iter().filter(|r| r["backend"] == "cpu").count();
+    assert_eq!(rows.len() - cpu, 4, "{}", text(&o));
+    // The progress counts every unit from the first line: [1/N] .. [N/N], N the rows.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let totals: std::collections::BTreeSet<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once(']'))
+        .filter_map(|(frac, _)| frac.split_once('/').map(|(_, t)| t.to_string()))
+        .collect();
+    assert_eq!(
+        totals.into_iter().collect::<Vec<_>>(),
+        vec![rows.len().to_string()],
+        "{stdout}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let n = rows.len();
+    assert!(
+        summary.contains(&format!("| units | {n} planned · {n} with a row |")),
+        "{summary}"
+    );
+    assert!(summary.contains("| backend | cpu, torch |"), "{summary}");
+    assert!(summary.contains("| env combinations | none |"), "{summary}");
+    let libs = summary
+        .lines()
+        .find(|l| l.starts_with("| libraries |"))
+        .unwrap_or_default();
+    assert!(
+        libs.contains("cpu: ") && libs.contains("torch: ") && libs.contains("torch 2."),
+        "{libs}"
+    );
+
+    // `repro` of a torch unit names torch's libraries, and its command, pasted as printed
+    // where the python3 on PATH has no torch, runs the unit through the run's own Python.
+    let torch_unit = rows.iter().find(|r| r["backend"] == "torch").unwrap();
+    let o = bin()
+        .args(["repro"])
+        .arg(&out)
+        .arg(&torch_unit["unit_id"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let page = String::from_utf8_lossy(&o.stdout).to_string();
+    let backend_line = page
+        .lines()
+        .find(|l| l.starts_with("| backend |"))
+        .unwrap_or_default();
+    assert!(
+        backend_line.contains("torch 2.") && !backend_line.contains("gemm 0."),
+        "{backend_line}"
+    );
+    let start = page.find("Exactly this unit").unwrap();
+    let block = &page[start..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("\n```").unwrap()];
+    assert!(block.contains("--python "), "{block}");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_rocsweep")).parent().unwrap();
+    let work = tmp.path().join("paste");
+    std::fs::create_dir(&work).unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(block)
+        .current_dir(&work)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .env_remove("ROCSWEEP_PYTHON")
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("CONDA_PREFIX")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{block}\n{}", text(&o));
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_cpu_profiler_trace_imports_without_a_traced_time_share() {
+    let Some(py) = python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace.json");
+    // A real PyTorch profiler trace of CPU calls: no device time in it.
+    let o = Command::new(&py)
+        .arg("-c")
+        .arg(
+            "import sys, torch\n\
+             from torch.profiler import profile, ProfilerActivity\n\
+             a, b = torch.rand(16, 32), torch.rand(32, 8)\n\
+             with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:\n\
+             \x20   for _ in range(3):\n\
+             \x20       torch.matmul(a, b)\n\
+             p.export_chrome_trace(sys.argv[1])\n",
+        )
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tmp.path().join("imported");
+    let o = bin()
+        .arg("import")
+        .arg(&trace)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("PyTorch profiler trace op calls"),
+        "{summary}"
+    );
+    let gemm = std::fs::read_to_string(out.join("gemm.toml")).unwrap();
+    assert!(gemm.contains("m = 16"), "{gemm}");
+    assert!(
+        !gemm.contains("traced_ms ="),
+        "no device time, no traced_ms:\n{gemm}"
+    );
+    // The imported sweep's report speaks of calls only.
+    let run = tmp.path().join("run");
+    let o = bin()
+        .args([
+            "run",
+            "--backend",
+            "cpu",
+            "--trials",
+            "1",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&run)
+        .arg(out.join("gemm.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let report = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(report.contains("of the model's calls"), "{report}");
+    assert!(!report.contains("of its traced time"), "{report}");
 }

@@ -338,6 +338,43 @@ pub fn table(pairs: &[Pair], dir: &str, label: &dyn Fn(&Row) -> String, env: boo
     t
 }
 
+/// The pairs counted per verdict, the telling ones first: "2 library · 1 pytorch · 40 neither"
+/// (verdicts no pair has are left out), so that a table of dozens of `neither` rows still says
+/// at once whether anything fails.
+pub fn verdict_counts(pairs: &[Pair]) -> String {
+    let all = [
+        Verdict::Library,
+        Verdict::Pytorch,
+        Verdict::LibraryOnly,
+        Verdict::NotRun,
+        Verdict::Neither,
+    ];
+    let parts: Vec<String> = all
+        .iter()
+        .map(|v| (v, pairs.iter().filter(|p| p.verdict == *v).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(v, n)| format!("{n} {}", v.name()))
+        .collect();
+    let failing = pairs
+        .iter()
+        .filter(|p| {
+            matches!(
+                p.verdict,
+                Verdict::Library | Verdict::Pytorch | Verdict::LibraryOnly
+            )
+        })
+        .count();
+    let lead = if failing == 0 {
+        "No case fails in either layer".to_string()
+    } else {
+        format!(
+            "{failing} of {} cases fail in some layer (listed first)",
+            pairs.len()
+        )
+    };
+    format!("{lead}: {}.", parts.join(" · "))
+}
+
 /// What the table's heading says under it: the rule for a side's status.
 pub const EXPLANATION: &str = "Each case run by the direct library and through PyTorch (the \
 `torch` backend). A side works when at least one of its solvers ended ok, fails when every \
@@ -389,6 +426,28 @@ mod tests {
     }
 
     /// `cpu` as the direct library and `lay` standing for the PyTorch layer.
+    #[test]
+    fn the_verdicts_are_counted_failing_first() {
+        let rows = vec![
+            row("1", "a", "cpu", "im2col", Status::Zeros),
+            row("2", "a", "torch", "torch-default", Status::Ok),
+            row("3", "b", "cpu", "im2col", Status::Ok),
+            row("4", "b", "torch", "torch-default", Status::Ok),
+            row("5", "c", "cpu", "im2col", Status::Ok),
+            row("6", "c", "torch", "torch-default", Status::Ok),
+        ];
+        let p = pairs(&rows, PYTORCH_LAYER);
+        assert_eq!(
+            verdict_counts(&p),
+            "1 of 3 cases fail in some layer (listed first): 1 library only · 2 neither."
+        );
+        assert_eq!(p[0].verdict, Verdict::LibraryOnly);
+        assert_eq!(
+            verdict_counts(&p[1..]),
+            "No case fails in either layer: 2 neither."
+        );
+    }
+
     #[test]
     fn each_verdict_follows_the_rule_over_solvers() {
         use Status::*;

@@ -15,6 +15,18 @@ pub fn solver_names(op: OpKind) -> Vec<&'static str> {
     v
 }
 
+/// How many solvers `solver = "all"` expands to on `backend` for `op`, where that is known
+/// without opening a device: the CPU's and torch's fixed lists (torch's graph op has a GPU-only
+/// solver, so it is not). None where the library lists them as the run goes (cuDNN's engines,
+/// cuBLASLt's algorithms, MIOpen's solutions) or the backend is chosen at run time (`auto`).
+pub fn solver_count_up_front(backend: &str, op: OpKind) -> Option<u64> {
+    match backend {
+        "cpu" => Some(cpu::solver_names(op).len() as u64),
+        "torch" if op != OpKind::Graph => Some(torch::solver_names(op).len() as u64),
+        _ => None,
+    }
+}
+
 /// Whether a sweep may ask for solver `s`: `default`, `all`, a name some backend lists, or one
 /// of the patterns a backend accepts (cuBLASLt `lt#..`, cuDNN engine configurations, hipBLASLt
 /// `hipblaslt#..`, MIOpen `solver#<id>`).

@@ -37,6 +37,36 @@ pub struct Params<'a> {
     pub interrupts: &'a AtomicUsize,
     /// Trials per unit (1: every unit's first run is its row).
     pub trials: u32,
+    /// Whether the plan counted a `solver = "all"` case as its backend's fixed solver list
+    /// (`units::planned`); a shard's count takes each as one.
+    pub all_counted_up_front: bool,
+}
+
+impl Params<'_> {
+    /// The units the plan counted for one `solver = "all"` case in `env`.
+    fn counted_for_all(&self, env: &Env, op: crate::op::OpKind) -> u64 {
+        if self.all_counted_up_front {
+            crate::exec::plan::units::counted_for_all(env.backend.unwrap_or(self.backend), op)
+        } else {
+            1
+        }
+    }
+}
+
+/// Says that a `solver = "all"` case is `listed` units, against what the plan counted for it
+/// (once, in the first pass: later passes list it again).
+pub fn expanded(
+    shared: &Mutex<Shared>,
+    p: &Params,
+    env: &Env,
+    case: &Case,
+    listed: u64,
+) -> std::io::Result<()> {
+    let counted = p.counted_for_all(env, case.problem.kind());
+    if env.trial != 1 || listed == counted {
+        return Ok(());
+    }
+    lock(shared).emit(&Event::Expanded { listed, counted })
 }
 
 /// A plan entry: (env combination index, env key, case).
@@ -252,9 +282,10 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
         let solvers = match solvers {
             Some(s) => s,
             None if self.state == State::Draining && case.solver == "all" => {
+                expanded(self.shared, self.p, &env, &case, 1)?;
                 vec!["all".to_string()]
             }
-            None => match list_solvers(self.slot, self.shared, env, &case, &env_key)? {
+            None => match list_solvers(self.slot, self.shared, self.p, env, &case, &env_key)? {
                 Listing::Solvers(s) => s,
                 Listing::Recorded => return Ok(Flow::Continue),
                 Listing::Failed(out) => {
@@ -474,6 +505,7 @@ pub enum Listing {
 pub fn list_solvers(
     slot: &mut Slot,
     shared: &Mutex<Shared>,
+    p: &Params,
     env: Env,
     case: &Case,
     env_key: &str,
@@ -481,29 +513,31 @@ pub fn list_solvers(
     if case.solver != "all" {
         return Ok(Listing::Solvers(vec![case.solver.clone()]));
     }
-    {
-        let sh = lock(shared);
-        if sh.book.has_row(&unit_id(&case.id, "all", env_key)) {
-            return Ok(Listing::Recorded);
-        }
-        if sh.book.cannot_start.contains_key(&env.index) {
-            // No worker to ask: the case's `all` unit records why.
-            return Ok(Listing::Solvers(vec!["all".to_string()]));
-        }
+    let recorded = lock(shared)
+        .book
+        .has_row(&unit_id(&case.id, "all", env_key));
+    if recorded {
+        // The case's one `all` row (its listing failed in an earlier session).
+        expanded(shared, p, &env, case, 1)?;
+        return Ok(Listing::Recorded);
+    }
+    let cannot_start = lock(shared).book.cannot_start.contains_key(&env.index);
+    if cannot_start {
+        // No worker to ask: the case's `all` unit records why.
+        expanded(shared, p, &env, case, 1)?;
+        return Ok(Listing::Solvers(vec!["all".to_string()]));
     }
     let listed = slot.sup.enumerate(env, &case.problem);
     spawn_failed(&mut slot.sup)?;
     Ok(match listed {
         Ok(s) => {
-            // Listed again in every pass; the progress grows once.
-            if env.trial == 1 {
-                lock(shared).emit(&Event::Expanded {
-                    solvers: s.len() as u64,
-                })?;
-            }
+            expanded(shared, p, &env, case, s.len() as u64)?;
             Listing::Solvers(s)
         }
-        Err(out) => Listing::Failed(Box::new(out)),
+        Err(out) => {
+            expanded(shared, p, &env, case, 1)?;
+            Listing::Failed(Box::new(out))
+        }
     })
 }
 

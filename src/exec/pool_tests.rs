@@ -67,6 +67,7 @@ fn run_with_a_hang(probe: Status) -> (Option<Stop>, HashMap<String, Status>, Vec
         retry_interrupted: false,
         interrupts: &interrupts,
         trials: 1,
+        all_counted_up_front: true,
     };
     let plan = cases.into_iter().map(|c| (1, (0, String::new(), c)));
     let stop = execute(&mut slots, plan, &recorder, &p).unwrap_or_else(|e| match io(e) {});

@@ -114,9 +114,10 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         devices,
         group_files,
     } = target.start_workers(&s, spec, &interrupts, device_sel.as_ref())?;
-    let planned = s
-        .shard
-        .map_or(counted.units, |sh| sh.size_of(counted.units));
+    let planned = match s.shard {
+        Some(sh) => sh.size_of(counted.units),
+        None => units::planned(&counted, &s.combos, &info.backend, s.sweep.op),
+    };
     let mut man = manifest_for(&s, &info, &counted, planned, devices);
     let seen: Vec<&BackendInfo> = std::iter::once(&info)
         .chain(&others)
@@ -315,6 +316,7 @@ fn execute(
         retry_interrupted: s.opts.retry_interrupted,
         interrupts: &interrupts,
         trials: s.trials,
+        all_counted_up_front: s.shard.is_none(),
     };
     let shard = s.shard;
     let entries = units::passes(&s.sweep, &s.combos, cases, s.trials)
@@ -356,6 +358,9 @@ fn finish(
     } = recorder.into_inner().unwrap_or_else(|e| e.into_inner()).rec;
     man.env_devices = env_devices;
     man.rocm_trees = trees.records();
+    // The plan's count as the `solver = "all"` listings made it: planned = rows once finished.
+    let planned = planned.saturating_add_signed(progress.grown());
+    man.units_planned = planned;
     progress.finish();
     csv.sync().map_err(|e| io(s, "syncing results.csv", e))?;
     man.finished_at = Some(chrono::Utc::now().to_rfc3339());

@@ -191,12 +191,18 @@ impl Runner<'_, '_> {
             // is recorded `skipped`, as in a grid run.
             if self.stopped == Some(Stop::DeviceUnhealthy) {
                 let solver = self.cases[ci].solver.clone();
+                if solver == "all" {
+                    let e = Env::of(env, 1, &self.p.combos[env]);
+                    pool::expanded(self.shared, self.p, &e, &self.cases[ci], 1)?;
+                }
                 self.add_unit(env, ci, &key, solver);
                 continue;
             }
             let e = Env::of(env, 1, &self.p.combos[env]);
             let listed = match self.slots.first_mut() {
-                Some(slot) => pool::list_solvers(slot, self.shared, e, &self.cases[ci], &key)?,
+                Some(slot) => {
+                    pool::list_solvers(slot, self.shared, self.p, e, &self.cases[ci], &key)?
+                }
                 None => Listing::Failed(Box::new(Outcome::failed(
                     Status::Error,
                     "",

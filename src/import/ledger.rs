@@ -63,7 +63,14 @@ impl FileTally {
             parts.push(format!("{} lines", self.lines));
         }
         for (f, n) in &self.formats {
-            parts.push(format!("{n} of {f}"));
+            // A trace's events are op calls; the logs' records are lines.
+            let what = match (*f == super::torch_trace::FORMAT, *n == 1) {
+                (true, true) => "op call",
+                (true, false) => "op calls",
+                (false, true) => "line",
+                (false, false) => "lines",
+            };
+            parts.push(format!("{n} {f} {what}"));
         }
         if self.formats.is_empty() {
             parts.push("none in a format rocsweep reads".into());

@@ -102,7 +102,10 @@ fn sweep(name: &str, op: &str, cases: &[Case], ledger: &Ledger) -> String {
         "# Variables to try, each a list of values; every combination runs every case, e.g."
     );
     let _ = writeln!(s, "# {}\n", env_hint(op));
-    let all_traced = cases.iter().all(|c| c.traced_ms.is_some());
+    // Traced time is written only where every case has some and the trace saw device time
+    // at all (a CPU-only profiler trace has none: its cases would all say 0).
+    let all_traced = cases.iter().all(|c| c.traced_ms.is_some())
+        && cases.iter().filter_map(|c| c.traced_ms).sum::<f64>() > 0.0;
     let mut order: Vec<&Case> = cases.iter().collect();
     order.sort_by(|a, b| {
         b.weight().total_cmp(&a.weight()).then(

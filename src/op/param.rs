@@ -91,12 +91,21 @@ impl ParamDef {
                     )),
                 }
             }
-            (kind, v) => Err(format!(
-                "`{}` expects {}, found {}",
-                self.name,
-                kind_name(kind),
-                v.type_name()
-            )),
+            (kind, v) => {
+                // A range written bare (`7..9`) reads as a string: name the generators.
+                let hint = match (kind, v) {
+                    (ParamKind::Int { .. }, Value::Str(t)) if t.contains("..") => format!(
+                        "; a range is written range({t}) (every integer; range(a..=b, step=s)) or pow2({t}) (powers of two)"
+                    ),
+                    _ => String::new(),
+                };
+                Err(format!(
+                    "`{}` expects {}, found {}{hint}",
+                    self.name,
+                    kind_name(kind),
+                    v.type_name()
+                ))
+            }
         }
     }
 }

@@ -389,7 +389,9 @@ impl<'a> Facts<'a> {
 
     /// The boundary table of the run along its ordered axis (`analyze::boundary`), with the
     /// axis's name; None when no line has two values to compare.
-    pub fn boundary_table(&self) -> Option<(String, crate::markup::table::Table)> {
+    /// The boundary table along the run's ordered axis, or where no line fails, the one
+    /// sentence that says so (a table of "never" rows tells nothing more).
+    pub fn boundary_table(&self) -> Option<(String, Result<crate::markup::table::Table, String>)> {
         use crate::analyze::{boundary, boundary_render};
         let axes = boundary::Axes::of(self.run);
         let along = axes.along.clone()?;
@@ -397,9 +399,18 @@ impl<'a> Facts<'a> {
         if !boundary::worth_a_table(&lines) {
             return None;
         }
+        if lines.iter().all(|l| l.fails_from().is_none()) {
+            return Some((
+                along.clone(),
+                Err(format!(
+                    "No line fails: each of the {} lines was ok at every {along} it ran.",
+                    lines.len()
+                )),
+            ));
+        }
         let label = |e: &str| self.env_label(e).to_string();
         let show = boundary_render::Show::for_lines(&lines, &label);
-        Some((along, boundary_render::table(&lines, &axes, &show)))
+        Some((along, Ok(boundary_render::table(&lines, &axes, &show))))
     }
 
     /// The run directory as written in the report: absolute when it can be.

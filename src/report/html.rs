@@ -119,13 +119,20 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         if p.as_map
             && let Some((along, t)) = f.boundary_table()
         {
-            let _ = writeln!(
-                h,
-                "<h2>Boundaries along {}</h2>\n<p class=\"note\">{}</p>",
-                escape(&along),
-                escape(&crate::analyze::boundary_render::explanation(&along))
-            );
-            table(&mut h, &t, MAX_TABLE_ROWS);
+            let _ = writeln!(h, "<h2>Boundaries along {}</h2>", escape(&along));
+            match t {
+                Ok(t) => {
+                    let _ = writeln!(
+                        h,
+                        "<p class=\"note\">{}</p>",
+                        escape(&crate::analyze::boundary_render::explanation(&along))
+                    );
+                    table(&mut h, &t, MAX_TABLE_ROWS);
+                }
+                Err(none) => {
+                    let _ = writeln!(h, "<p>{}</p>", escape(&none));
+                }
+            }
         }
     }
     h.push_str("<h2>Failures</h2>\n");
@@ -205,12 +212,13 @@ fn plot(
 /// The which-layer table, in a run over the PyTorch layer and a direct library, with each
 /// failing pair's Python script folded below it.
 fn which_layer(h: &mut String, f: &Facts) {
-    let Some((t, scripts)) = table::layers(f) else {
+    let Some((counts, t, scripts)) = table::layers(f) else {
         return;
     };
     let _ = writeln!(
         h,
-        "<h2>Which layer fails</h2>\n<p class=\"note\">{}</p>",
+        "<h2>Which layer fails</h2>\n<p><strong>{}</strong></p>\n<p class=\"note\">{}</p>",
+        escape(&counts),
         escape(crate::analyze::layers::EXPLANATION)
     );
     table(h, &t, MAX_TABLE_ROWS);

@@ -75,12 +75,12 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
 
 /// The which-layer table, in a run over the PyTorch layer and a direct library.
 fn which_layer(s: &mut String, f: &Facts) {
-    let Some((t, scripts)) = table::layers(f) else {
+    let Some((counts, t, scripts)) = table::layers(f) else {
         return;
     };
     let _ = writeln!(
         s,
-        "\n## Which layer fails\n\n{}\n",
+        "\n## Which layer fails\n\n**{counts}**\n\n{}\n",
         crate::analyze::layers::EXPLANATION
     );
     s.push_str(&table(&t, MAX_TABLE_ROWS));
@@ -93,6 +93,13 @@ fn which_layer(s: &mut String, f: &Facts) {
 fn boundaries(s: &mut String, f: &Facts) {
     let Some((along, t)) = f.boundary_table() else {
         return;
+    };
+    let t = match t {
+        Ok(t) => t,
+        Err(none) => {
+            let _ = writeln!(s, "\n## Boundaries along {along}\n\n{none}");
+            return;
+        }
     };
     let _ = writeln!(
         s,

@@ -60,10 +60,14 @@ pub fn units(f: &Facts, rows: &[&Row], limit: usize) -> Table {
 /// Scripts listed under the which-layer table at most (the table itself goes on).
 const MAX_LAYER_SCRIPTS: usize = 20;
 
+/// The which-layer section: its verdicts counted, the table, and each failing pair's
+/// stand-alone script (heading, script).
+pub type Layers = (String, Table, Vec<(String, String)>);
+
 /// The which-layer table (analyze/layers.rs) of a run over the PyTorch layer (`torch`) and
 /// another backend, with the stand-alone Python script of each pair that fails somewhere
 /// (heading, script); None for any other run.
-pub fn layers(f: &Facts) -> Option<(Table, Vec<(String, String)>)> {
+pub fn layers(f: &Facts) -> Option<Layers> {
     use crate::analyze::layers::{self, Verdict};
     let pairs = layers::pairs(f.rows(), layers::PYTORCH_LAYER);
     if pairs.is_empty() {
@@ -91,7 +95,7 @@ pub fn layers(f: &Facts) -> Option<(Table, Vec<(String, String)>)> {
         })
         .take(MAX_LAYER_SCRIPTS)
         .collect();
-    Some((t, scripts))
+    Some((layers::verdict_counts(&pairs), t, scripts))
 }
 
 /// The fastest solver per case: a table when the answer varies, one sentence when it does not
@@ -186,19 +190,8 @@ pub fn run(f: &Facts) -> Table {
     let mut t = Table::facts(&["", ""]);
     t.fact("sweep", vec![sweep_cell(f)]);
     t.fact("device", vec![Cell::text(f.device())]);
-    let b = &m.backend;
-    let mut backend = b.backend.clone();
-    if let Some(missing) = &b.missing {
-        backend.push_str(&format!(" (not available: {missing})"));
-    }
-    t.fact("backend", vec![Cell::Text(backend)]);
-    let libs: Vec<String> = b.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let libs = if libs.is_empty() {
-        "(none recorded)".to_string()
-    } else {
-        libs.join(" · ")
-    };
-    t.fact("libraries", vec![Cell::Text(libs)]);
+    t.fact("backend", vec![Cell::Text(backends_text(m))]);
+    t.fact("libraries", vec![libraries_cell(m)]);
     let host = &m.host;
     t.fact(
         "host",
@@ -246,6 +239,54 @@ pub fn run(f: &Facts) -> Table {
     t
 }
 
+/// The run's backends: each one's first worker's info (`backends`, in a run of several), else
+/// the one.
+fn run_backends(m: &crate::results::manifest::Manifest) -> Vec<&crate::backend::BackendInfo> {
+    if m.backends.is_empty() {
+        vec![&m.backend]
+    } else {
+        m.backends.iter().collect()
+    }
+}
+
+/// Every backend of the run, with what was missing where one was not available.
+fn backends_text(m: &crate::results::manifest::Manifest) -> String {
+    let mut names: Vec<String> = Vec::new();
+    for b in run_backends(m) {
+        let mut name = b.backend.clone();
+        if let Some(missing) = &b.missing {
+            name.push_str(&format!(" (not available: {missing})"));
+        }
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.join(", ")
+}
+
+/// Each backend's own library versions: one line per backend where the run has several.
+fn libraries_cell(m: &crate::results::manifest::Manifest) -> Cell {
+    let all = run_backends(m);
+    let mut spans = Vec::new();
+    for (i, b) in all.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::Break);
+        }
+        let libs: Vec<String> = b.versions.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let libs = if libs.is_empty() {
+            "(none recorded)".to_string()
+        } else {
+            libs.join(" · ")
+        };
+        spans.push(Span::Text(if all.len() > 1 {
+            format!("{}: {libs}", b.backend)
+        } else {
+            libs
+        }));
+    }
+    Cell::Spans(spans)
+}
+
 /// The sweep's name and op, its file, hash and the command line's overrides.
 fn sweep_cell(f: &Facts) -> Cell {
     let m = &f.run.manifest;
@@ -290,14 +331,25 @@ fn units_text(f: &Facts) -> String {
 }
 
 fn envs_cell(f: &Facts) -> Cell {
+    // One line per distinct env combination (several backends or trees repeat one); "none"
+    // where the sweep sets no variables.
+    let mut keys: Vec<String> = Vec::new();
+    for c in &f.run.manifest.env_combos {
+        let k = c.key();
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    if keys.iter().all(String::is_empty) {
+        return Cell::text("none");
+    }
     let mut spans = Vec::new();
-    for (i, c) in f.run.manifest.env_combos.iter().enumerate() {
+    for (i, k) in keys.into_iter().enumerate() {
         if i > 0 {
             spans.push(Span::Break);
         }
-        let k = c.key();
         spans.push(if k.is_empty() {
-            Span::Text("(none)".into())
+            Span::Text("(no variables)".into())
         } else {
             Span::Code(k)
         });

@@ -313,3 +313,25 @@ pub fn read(dir: &Path) -> Result<Manifest, String> {
     }
     serde_json::from_str(&text).map_err(at)
 }
+
+impl Manifest {
+    /// What the first worker of backend `name` said: its entry in `backends` in a run of
+    /// several, else `backend`.
+    pub fn backend_info(&self, name: &str) -> &crate::backend::BackendInfo {
+        self.backends
+            .iter()
+            .find(|b| b.backend == name)
+            .unwrap_or(&self.backend)
+    }
+
+    /// The Python that ran backend `name`'s torch worker (its `python` version line, without
+    /// the note on how it was chosen); None for other backends.
+    pub fn torch_python(&self, name: &str) -> Option<String> {
+        if name != "torch" {
+            return None;
+        }
+        let line = self.backend_info(name).versions.get("python")?;
+        let path = line.split(" (").next().unwrap_or(line).trim();
+        (!path.is_empty()).then(|| path.to_string())
+    }
+}

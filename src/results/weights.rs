@@ -57,7 +57,9 @@ impl Share<'_> {
         let part = |s: Status, whose: &str| {
             let calls = format!("{:.1}%", pct(self.calls_in(s), self.calls));
             let time = match (self.ms_in(s), self.traced_ms) {
-                (Some(ms), Some(all)) => format!(" ({:.1}% of {whose}traced time)", pct(ms, all)),
+                (Some(ms), Some(all)) if all > 0.0 => {
+                    format!(" ({:.1}% of {whose}traced time)", pct(ms, all))
+                }
                 _ => String::new(),
             };
             (calls, time)

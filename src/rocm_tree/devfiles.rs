@@ -67,6 +67,13 @@ fn first_dir(candidates: Vec<PathBuf>) -> PathBuf {
         .unwrap_or_default()
 }
 
+/// Whether a lib directory is a multiarch one (`lib/x86_64-linux-gnu`, `lib/aarch64-linux-gnu`).
+fn is_multiarch(dir: &std::path::Path) -> bool {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.contains("-linux-"))
+}
+
 /// rocBLAS's and hipBLASLt's kernel libraries and MIOpen's db, with the targets each covers.
 pub fn of(tree: &Tree) -> Vec<DeviceFiles> {
     let under = |sub: &str| -> Vec<PathBuf> { tree.lib_dirs.iter().map(|d| d.join(sub)).collect() };
@@ -74,9 +81,18 @@ pub fn of(tree: &Tree) -> Vec<DeviceFiles> {
     // package, not the core one), so that a missing db is named where MIOpen would read it.
     let mut lib_dirs: Vec<&PathBuf> = tree.lib_dirs.iter().collect();
     lib_dirs.sort_by_key(|d| !has_miopen(d));
+    // The install prefix is the lib directory's parent (`PREFIX/lib`), or its grandparent for a
+    // multiarch one (Debian's `/usr/lib/x86_64-linux-gnu`): that one first, so that a missing
+    // db is named where MIOpen reads it.
     let mut miopen: Vec<PathBuf> = lib_dirs
         .into_iter()
-        .flat_map(|d| d.ancestors().skip(1).take(2))
+        .flat_map(|d| {
+            let mut up: Vec<&std::path::Path> = d.ancestors().skip(1).take(2).collect();
+            if is_multiarch(d) {
+                up.reverse();
+            }
+            up
+        })
         .map(|p| p.join("share/miopen/db"))
         .collect();
     miopen.extend(tree.roots.iter().map(|r| r.join("share/miopen/db")));
@@ -207,6 +223,23 @@ mod tests {
         assert!(summary(&files).starts_with("rocBLAS kernels gfx1151; hipBLASLt kernels none"));
         // A release without per-target CK libraries lacks none; one with them, the device's.
         assert!(!summary(&files).contains(CK_WHAT));
+        // Debian's multiarch lib dir without a db: named under the prefix (/usr/share), not
+        // under /usr/lib/share.
+        let usr = tmp.path().join("usr");
+        let multiarch = usr.join("lib/x86_64-linux-gnu");
+        std::fs::create_dir_all(&multiarch).expect("mkdir");
+        let debian = Tree {
+            layout: super::super::tree::Layout::Prefix,
+            path: multiarch.clone(),
+            lib_dirs: vec![multiarch.clone()],
+            roots: vec![],
+            hip: multiarch.join("libamdhip64.so.5"),
+        };
+        let db = of(&debian)
+            .into_iter()
+            .find(|f| f.what == MIOPEN_DB_WHAT)
+            .map(|f| f.dir);
+        assert_eq!(db, Some(usr.join("share/miopen/db")));
         std::fs::write(lib.join("libMIOpenCKGroupedConv_gfx942.so"), b"").expect("w");
         let files = of(&tree);
         assert!(summary(&files).ends_with("; MIOpen CK libraries gfx942"));

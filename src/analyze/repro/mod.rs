@@ -173,7 +173,7 @@ fn unit_facts(t: &mut Table, run: &RunData, row: &Row) {
 fn run_facts(t: &mut Table, run: &RunData, row: &Row) {
     let m = &run.manifest;
     let versions: Vec<String> = m
-        .backend
+        .backend_info(&row.backend)
         .versions
         .iter()
         .map(|(k, v)| format!("{k} {v}"))

@@ -19,13 +19,14 @@ pub(super) fn standalone_section(
     s.push_str("\n## rocsweep\n\n");
     let file = shell::quote(&format!("{out_dir}.toml"));
     let out_q = shell::quote(out_dir);
+    let python = python_flag(run, row);
     match op {
         Some(op) => {
             let text = standalone_sweep(run, row, op);
             s.push_str("Exactly this unit (every parameter fixed, its env combination as `[env]`, the run's limits):\n\n");
             let _ = writeln!(
                 s,
-                "```sh\ncat > {file} <<'ROCSWEEP_SWEEP'\n{text}ROCSWEEP_SWEEP\nrocsweep run {file} --out {out_q}\n```"
+                "```sh\ncat > {file} <<'ROCSWEEP_SWEEP'\n{text}ROCSWEEP_SWEEP\nrocsweep run{python} {file} --out {out_q}\n```"
             );
             if let Err(why) = selects_exactly(&format!("{out_dir}.toml"), &text, &[], row) {
                 let _ = writeln!(
@@ -42,6 +43,15 @@ pub(super) fn standalone_section(
             );
         }
     }
+}
+
+/// ` --python PATH` for a torch unit: the Python whose torch ran it (without it, a pasted
+/// command takes whatever python3 is on PATH, which may have no torch).
+fn python_flag(run: &RunData, row: &Row) -> String {
+    run.manifest
+        .torch_python(&row.backend)
+        .map(|p| format!(" --python {}", shell::quote(&p)))
+        .unwrap_or_default()
 }
 
 /// The original sweep file with every varied parameter pinned by `--axis`, run into `out_dir`,
@@ -62,6 +72,7 @@ pub(super) fn original_section(s: &mut String, run: &RunData, row: &Row, out_dir
     if crate::spec::expand::several_trees(&m.env_combos) {
         let _ = write!(args, " --rocm {}", shell::quote(&row.rocm));
     }
+    args.push_str(&python_flag(run, row));
     let _ = writeln!(
         s,
         "\nFrom the original sweep file (`{}`, run from the directory the run was started in):\n",

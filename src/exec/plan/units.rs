@@ -1,6 +1,7 @@
 //! Planning: cases in run order, env combination outermost (one warm worker each), and counts.
 //! A unit is a case x solver x env combination; `solver = "all"` is expanded at run time by the
-//! worker (the supervisor does not know the backend's solvers).
+//! worker, and counted up front where the backend's list is fixed (the CPU's, torch's: see
+//! `backend::registry::solver_count_up_front`), so that the plan's count is the rows' count.
 
 use crate::op::Case;
 use crate::spec::Sweep;
@@ -13,6 +14,8 @@ pub struct PlanCount {
     pub cases: u64,
     /// Units, counting a `solver = "all"` case as one until its solvers are known.
     pub units: u64,
+    /// Cases (of one env combination) whose solver is `all`.
+    pub all_cases: u64,
     pub invalid: u64,
     pub invalid_example: Option<String>,
 }
@@ -73,7 +76,10 @@ pub fn count(sweep: &Sweep, combos: &[EnvCombo], stop: &AtomicUsize) -> Option<P
             return None;
         }
         match case {
-            Ok(_) => c.cases += 1,
+            Ok(case) => {
+                c.cases += 1;
+                c.all_cases += u64::from(case.solver == "all");
+            }
             Err(reason) => {
                 c.invalid += 1;
                 c.invalid_example.get_or_insert(reason);
@@ -82,4 +88,27 @@ pub fn count(sweep: &Sweep, combos: &[EnvCombo], stop: &AtomicUsize) -> Option<P
     }
     c.units = c.cases * combos.len() as u64;
     Some(c)
+}
+
+/// How many units one `solver = "all"` case of `op` counts for in the plan on `backend`: its
+/// solvers where the list is fixed, else 1 (the total grows as a worker lists them).
+pub fn counted_for_all(backend: &str, op: crate::op::OpKind) -> u64 {
+    crate::backend::registry::solver_count_up_front(backend, op).unwrap_or(1)
+}
+
+/// The units the plan counts: each env combination's cases, a `solver = "all"` case as
+/// [`counted_for_all`] on the combination's backend (`run_backend` where it names none).
+pub fn planned(
+    c: &PlanCount,
+    combos: &[EnvCombo],
+    run_backend: &str,
+    op: crate::op::OpKind,
+) -> u64 {
+    combos
+        .iter()
+        .map(|combo| {
+            let backend = combo.backend.as_deref().unwrap_or(run_backend);
+            c.cases - c.all_cases + c.all_cases * counted_for_all(backend, op)
+        })
+        .sum()
 }

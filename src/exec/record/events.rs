@@ -77,8 +77,10 @@ pub enum Event<'a> {
         trial: u32,
         outcome: &'a Outcome,
     },
-    /// A `solver = "all"` case was listed: `solvers` units instead of one.
-    Expanded { solvers: u64 },
+    /// A `solver = "all"` case was listed: `listed` units instead of the `counted` the plan
+    /// counted for it (one where the backend lists its solvers at run time; its fixed list's
+    /// length where it has one). A case whose listing failed is one unit.
+    Expanded { listed: u64, counted: u64 },
     /// The unit has its row. `trials_left`: planned trials it will not run.
     Finished {
         unit: Unit<'a>,

@@ -30,6 +30,8 @@ pub struct Progress {
     steps_done: u64,
     counts: BTreeMap<Status, u64>,
     plain: bool,
+    /// Units the `solver = "all"` listings added to (or took from) the plan's count.
+    grown: i64,
 }
 struct Running {
     line: ProgressBar,
@@ -73,6 +75,7 @@ impl Progress {
             steps_done: 0,
             counts: BTreeMap::new(),
             plain: !terminal && !quiet,
+            grown: 0,
         };
         p.redraw();
         p
@@ -152,16 +155,25 @@ impl Progress {
     }
 
     /// A `solver = "all"` unit turned out to be `n` units (none: it is not a unit at all).
-    pub fn expand_one(&mut self, n: u64) {
+    /// A `solver = "all"` case became `listed` units where the plan counted `counted`.
+    pub fn expand_one(&mut self, listed: u64, counted: u64) {
         let trials = u64::from(self.trials);
-        if n == 0 {
-            self.units_total = self.units_total.saturating_sub(1).max(self.units_done);
-            self.steps_total = self.steps_total.saturating_sub(trials);
+        let grown = listed as i64 - counted as i64;
+        self.grown += grown;
+        if grown < 0 {
+            let less = grown.unsigned_abs();
+            self.units_total = self.units_total.saturating_sub(less).max(self.units_done);
+            self.steps_total = self.steps_total.saturating_sub(less * trials);
         } else {
-            self.units_total += n - 1;
-            self.steps_total += (n - 1) * trials;
+            self.units_total += grown as u64;
+            self.steps_total += grown as u64 * trials;
         }
         self.redraw();
+    }
+
+    /// How many units the listings added to the plan's count (less where they took away).
+    pub fn grown(&self) -> i64 {
+        self.grown
     }
 
     /// The pass (trial number) a unit starts in.

@@ -198,7 +198,7 @@ impl Sink for Progress {
             } => self.phase(slot, phase, *limit_s),
             Event::Heartbeat { slot, silent_s } => self.heartbeat(slot, *silent_s),
             Event::TrialKept { unit, trial, .. } => self.trial_done(*trial, || unit.describe()),
-            Event::Expanded { solvers } => self.expand_one(*solvers),
+            Event::Expanded { listed, counted } => self.expand_one(*listed, *counted),
             Event::Finished {
                 unit,
                 slot,

@@ -253,12 +253,27 @@ fn start_any(sup: &mut Supervisor, envs: &[Env]) -> Result<BackendInfo, Box<Outc
 fn did_not_start(sup: &Supervisor, backend: &str, what: &str, why: String) -> CmdError {
     if sup.info.as_ref().is_some_and(|i| !i.available) {
         CmdError::BadInput(format!(
-            "the {backend} backend cannot run here{what}: {why}"
+            "the {backend} backend cannot run here{what}: {why}{}",
+            other_backends_hint(backend)
         ))
     } else {
         CmdError::Failure(format!(
             "the {backend} backend's worker{what} did not start: {why}"
         ))
+    }
+}
+
+/// Which `--backend` runs a sweep written for a GPU backend this machine lacks (the seed
+/// sweeps name `rocm` first).
+fn other_backends_hint(backend: &str) -> &'static str {
+    match backend {
+        "rocm" => {
+            "\n  hint: on this machine, run the sweep's cases with --backend cuda,torch (an NVIDIA GPU) or --backend cpu,torch (PyTorch on the CPU); `rocsweep probe` lists what runs here"
+        }
+        "cuda" => {
+            "\n  hint: on this machine, run the sweep's cases with --backend rocm,torch (an AMD GPU) or --backend cpu,torch (PyTorch on the CPU); `rocsweep probe` lists what runs here"
+        }
+        _ => "",
     }
 }
 
