@@ -230,6 +230,11 @@ def info(d):
             versions["miopen" if d.hip else "cudnn"] = str(torch.backends.cudnn.version())
     except Exception:  # a build without cuDNN/MIOpen bindings
         pass
+    try:  # read from its metadata: importing accelerate takes a second
+        import importlib.metadata
+        versions["accelerate"] = importlib.metadata.version("accelerate")
+    except Exception:
+        versions["accelerate"] = "not installed"
     pci = None
     if d.gpu:
         p = torch.cuda.get_device_properties(d.dev)
@@ -458,7 +463,8 @@ def rng(p, solver, blobs, d, seed):
 
 
 class HostBuffer:
-    """Host memory of the kind a copy case names: pageable, pinned or a memory-mapped file."""
+    """Host memory of the kind a copy case names: pageable, pinned, shared or a memory-mapped
+    file."""
 
     def __init__(self, kind, nbytes, d):
         torch = _torch
@@ -468,6 +474,10 @@ class HostBuffer:
             if not d.gpu:
                 raise Unsupported("pinned host memory needs a GPU; torch has none here")
             self.t = torch.empty(nbytes // 4, dtype=torch.float32).pin_memory()
+        elif kind == "shared":
+            # Shared memory, as a DataLoader worker's tensor reaches the main process
+            # (torch.multiprocessing's sharing strategy decides how).
+            self.t = torch.empty(nbytes // 4, dtype=torch.float32).share_memory_()
         elif kind == "mmap":
             self.file = tempfile.TemporaryFile()
             self.file.truncate(max(nbytes, 1))
@@ -477,12 +487,87 @@ class HostBuffer:
             self.t = torch.empty(nbytes // 4, dtype=torch.float32)
 
 
-def copy(p, solver, blobs, d):
+BATCH_KINDS = ("dataloader", "accelerate")
+
+
+class CaseBatches:
+    """A map-style dataset whose items are the case's bytes as a training batch has them: a dict
+    of the input tensor and a second tensor. Read in a DataLoader's worker process, where the
+    test fault of a DataLoader case is carried out (the process a worker's own fault hits)."""
+
+    def __init__(self, blob, fault_action=None):
+        self.blob = bytes(blob)
+        self.fault_action = fault_action
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        if self.fault_action:
+            fault(self.fault_action)
+        x = _torch.frombuffer(bytearray(self.blob), dtype=_torch.float32)
+        return {"input": x, "label": _torch.tensor(i)}
+
+
+def first_batch(p, blob, d, fault_action):
+    """The first batch of a real DataLoader (2 worker processes, forked, batch size 1, the
+    case's pin_memory) over CaseBatches; its workers (and pin-memory thread) are shut down
+    before it is returned, so that none outlives the unit."""
+    torch = _torch
+    if p.get("pin_memory") and not d.gpu:
+        raise Unsupported("pin_memory pins for a GPU; torch has none here")
+    send({"phase": "run"})
+    loader = torch.utils.data.DataLoader(
+        CaseBatches(blob, fault_action), batch_size=1, num_workers=2,
+        pin_memory=bool(p.get("pin_memory")), multiprocessing_context="fork")
+    it = iter(loader)
+    try:
+        batch = next(it)
+    finally:
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown:
+            shutdown()
+        del it, loader
+    return batch
+
+
+def move_batch(p, solver, blobs, d, fault_action):
+    """memory = dataloader | accelerate: the first batch moved to the device by `.to()` or by
+    accelerate's send_to_device, as seed 001's training loop moved it."""
+    nb = solver == "torch-to-nonblocking"
+    kind = p["memory"]
+    if kind == "accelerate":
+        try:
+            from accelerate.utils import send_to_device
+        except Exception as e:
+            raise Unsupported("accelerate is not installed in %s (%s: %s)"
+                              % (sys.executable, type(e).__name__, e))
+    batch = first_batch(p, blobs[0], d, fault_action)
+    x = batch["input"]
+    if kind == "accelerate":
+        fn = lambda: send_to_device(batch, d.dev, non_blocking=nb)["input"]  # noqa: E731
+    else:
+        fn = lambda: x.to(d.dev, non_blocking=nb) if d.gpu else x.clone()  # noqa: E731
+
+    def call():
+        op.result = fn()
+
+    op = Op(call, lambda o: o.result.reshape(-1))
+    op.host_sync = d.gpu and not (nb and x.is_pinned())
+    op.chosen = "first batch, pin_memory=%s%s" % (
+        bool(p.get("pin_memory")), ", send_to_device" if kind == "accelerate" else "")
+    op.hold = batch
+    return op
+
+
+def copy(p, solver, blobs, d, fault_action=None):
     torch = _torch
     if solver not in ("torch-to", "torch-to-nonblocking"):
         raise Unsupported("torch has no copy solver `%s`" % solver)
     nb = solver == "torch-to-nonblocking"
     kind = p.get("memory") or ("pinned" if p.get("pinned") else "pageable")
+    if kind in BATCH_KINDS:
+        return move_batch(p, solver, blobs, d, fault_action)
     src = tensor(blobs[0], "f32")
     direction = p["direction"]
     if direction == "d2d":
@@ -654,9 +739,13 @@ def serve(d, inp):
                 blobs = last_inputs
             else:
                 last_inputs = blobs
+        cmd = req.get("cmd")
+        # A DataLoader case's fault is carried out in its DataLoader's worker process.
+        batch_fault = None
+        if cmd == "prepare" and req.get("problem", {}).get("memory") in BATCH_KINDS:
+            batch_fault, req["fault"] = req.get("fault"), None
         if req.get("fault"):
             fault(req["fault"])
-        cmd = req.get("cmd")
         try:
             if cmd == "prepare":
                 op = None
@@ -671,6 +760,8 @@ def serve(d, inp):
                 kind = p["op"]
                 if kind == "rng":
                     op = rng(p, req["solver"], blobs, d, req.get("seed", 0))
+                elif kind == "copy":
+                    op = copy(p, req["solver"], blobs, d, batch_fault)
                 elif kind in OPS:
                     op = OPS[kind](p, req["solver"], blobs, d)
                 else:

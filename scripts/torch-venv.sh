@@ -9,8 +9,9 @@
 # or use the python named by $ROCSWEEP_TEST_PYTHON.
 set -euo pipefail
 
-# Pinned, so that every machine tests the same torch.
+# Pinned, so that every machine tests the same torch (and accelerate: seed 001's batch path).
 TORCH_VERSION=2.15.0
+ACCELERATE_VERSION=1.15.0
 dir=${ROCSWEEP_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rocsweep/torch-venv}
 has_torch() {
     "$dir/bin/python" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" \
@@ -23,5 +24,14 @@ if ! has_torch; then
     python3 -m venv "$dir"
     "$dir/bin/pip" install --quiet --disable-pip-version-check "torch==$TORCH_VERSION" >&2
     has_torch || { echo "torch-venv: torch $TORCH_VERSION does not import in $dir" >&2; exit 1; }
+fi
+has_accelerate() {
+    "$dir/bin/python" -c "import sys, accelerate; sys.exit(accelerate.__version__ != '$ACCELERATE_VERSION')" \
+        >/dev/null 2>&1
+}
+if ! has_accelerate; then
+    echo "torch-venv: installing accelerate $ACCELERATE_VERSION from PyPI into $dir" >&2
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "accelerate==$ACCELERATE_VERSION" "torch==$TORCH_VERSION" >&2
+    has_accelerate || { echo "torch-venv: accelerate $ACCELERATE_VERSION does not import in $dir" >&2; exit 1; }
 fi
 echo "$dir"

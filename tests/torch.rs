@@ -544,6 +544,35 @@ fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_ri
             "torch-to",
         ),
         (
+            "copy",
+            p(&[
+                ("direction", "h2d"),
+                ("memory", "shared"),
+                ("bytes", "4096"),
+            ]),
+            "torch-to",
+        ),
+        (
+            "copy",
+            p(&[
+                ("direction", "h2d"),
+                ("memory", "dataloader"),
+                ("bytes", "4096"),
+                ("pin_memory", "false"),
+            ]),
+            "torch-to-nonblocking",
+        ),
+        (
+            "copy",
+            p(&[
+                ("direction", "h2d"),
+                ("memory", "accelerate"),
+                ("bytes", "4096"),
+                ("pin_memory", "false"),
+            ]),
+            "torch-to",
+        ),
+        (
             "cast",
             p(&[("from", "f32"), ("to", "bf16"), ("count", "1000")]),
             "torch-method",
@@ -946,4 +975,165 @@ fn a_cpu_profiler_trace_imports_without_a_traced_time_share() {
     let report = std::fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(report.contains("of the model's calls"), "{report}");
     assert!(!report.contains("of its traced time"), "{report}");
+}
+
+/// Seed 001's batch path on torch's CPU device, beside the CPU's own copy of the same bytes.
+const BATCH_SWEEP: &str = "op = \"copy\"\nbackend = [\"cpu\", \"torch\"]\n\
+    [axes]\ndirection = \"h2d\"\nmemory = [\"shared\", \"dataloader\", \"accelerate\"]\n\
+    bytes = [4096, 65536]\nsolver = \"all\"\n[limits]\nrun = 20\n";
+
+/// Runs BATCH_SWEEP with `env` set for rocsweep (and so for its workers and their Python).
+fn run_batch(py: &Path, env: &[(&str, &Path)]) -> (Output, Vec<Row>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(&sweep, format!("name = \"t\"\n{BATCH_SWEEP}\n{TIMING}")).unwrap();
+    let out = tmp.path().join("run");
+    let mut c = bin();
+    c.arg("--python")
+        .arg(py)
+        .args(["run", "--trials", "1", "--quiet", "--out"])
+        .arg(&out)
+        .arg(&sweep);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().unwrap();
+    let r = if out.join("results.csv").exists() {
+        rows(&out)
+    } else {
+        Vec::new()
+    };
+    (o, r, tmp)
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn the_dataloader_path_runs_each_kind_and_a_fault_there_is_pytorchs() {
+    let Some(py) = python() else { return };
+    let (o, r, t) = run_batch(&py, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Every kind through both torch solvers, each verified bit for bit, and the CPU's copy.
+    for memory in ["shared", "dataloader", "accelerate"] {
+        for solver in ["torch-to", "torch-to-nonblocking", "memcpy"] {
+            let n = r
+                .iter()
+                .filter(|x| x["memory"] == memory && x["solver"] == solver)
+                .filter(|x| x["status"] == "ok" && x["reference"] == "cpu-exact")
+                .count();
+            assert_eq!(n, 2, "{memory} {solver}: {:?}", tally(&r));
+        }
+    }
+    let m = std::fs::read_to_string(t.path().join("run/manifest.json")).unwrap();
+    assert!(
+        m.contains("\"accelerate\": \"1."),
+        "accelerate's version: {m}"
+    );
+
+    // A worker of the DataLoader that dies: its batch never comes, an error through PyTorch
+    // only, so the which-layer table says `pytorch`.
+    let fault = Path::new("memory=dataloader&backend=torch:segv@compile");
+    let (o, r, t) = run_batch(&py, &[("ROCSWEEP_TEST_FAULT", fault)]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let broken: Vec<&Row> = r
+        .iter()
+        .filter(|x| x["memory"] == "dataloader" && x["backend"] == "torch")
+        .collect();
+    assert!(
+        broken
+            .iter()
+            .all(|x| x["status"] == "error" && x["error"].contains("DataLoader worker")),
+        "{broken:?}"
+    );
+    // The torch process itself lived on: the other kinds are ok.
+    assert!(
+        r.iter()
+            .filter(|x| x["memory"] != "dataloader")
+            .all(|x| x["status"] == "ok"),
+        "{:?}",
+        tally(&r)
+    );
+    let summary = std::fs::read_to_string(t.path().join("run/summary.md")).unwrap();
+    assert!(
+        summary
+            .contains("| memory=dataloader bytes=4096 | cpu: ok | torch-to: error | **pytorch** |"),
+        "{summary}"
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn accelerate_missing_is_unsupported_with_why() {
+    let Some(py) = python() else { return };
+    // An `accelerate` that cannot be imported, ahead of the real one on the Python's path.
+    let tmp = tempfile::tempdir().unwrap();
+    let shadow = tmp.path().join("accelerate");
+    std::fs::create_dir(&shadow).unwrap();
+    std::fs::write(
+        shadow.join("__init__.py"),
+        "raise ImportError('no accelerate in this test')\n",
+    )
+    .unwrap();
+    let (o, r, _t) = run_batch(&py, &[("PYTHONPATH", tmp.path())]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let acc: Vec<&Row> = r
+        .iter()
+        .filter(|x| x["memory"] == "accelerate" && x["backend"] == "torch")
+        .collect();
+    assert_eq!(acc.len(), 4);
+    assert!(
+        acc.iter().all(|x| x["status"] == "unsupported"
+            && x["error"].contains("accelerate is not installed in")
+            && x["error"].contains("no accelerate in this test")),
+        "{acc:?}"
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_dataloader_that_hangs_is_a_hang_in_run_and_leaves_no_worker_behind() {
+    let Some(py) = python() else { return };
+    // Every process of this run carries the mark in its environment (they inherit it).
+    let mark = format!("rocsweep-test-{}", std::process::id());
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = tmp.path().join("s.toml");
+    std::fs::write(
+        &sweep,
+        "name = \"t\"\nop = \"copy\"\nbackend = \"torch\"\n[axes]\ndirection = \"h2d\"\n\
+         memory = \"dataloader\"\nbytes = [4096, 8192]\nsolver = \"torch-to\"\n[limits]\nrun = 3\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let o = bin()
+        .arg("--python")
+        .arg(&py)
+        .args(["run", "--trials", "1", "--quiet", "--no-report", "--out"])
+        .arg(&out)
+        .arg(&sweep)
+        .env("ROCSWEEP_TEST_MARK", &mark)
+        .env("ROCSWEEP_TEST_FAULT", "bytes=4096:hang@compile")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = rows(&out);
+    let hung = r.iter().find(|x| x["bytes"] == "4096").unwrap();
+    assert_eq!(
+        (hung["status"].as_str(), hung["phase"].as_str()),
+        ("hang", "run"),
+        "{hung:?}"
+    );
+    let next = r.iter().find(|x| x["bytes"] == "8192").unwrap();
+    assert_eq!(next["status"], "ok", "the next unit runs: {next:?}");
+    // No process of the run is left: not the torch Python, not a DataLoader worker.
+    let needle = format!("ROCSWEEP_TEST_MARK={mark}");
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert!(left.is_empty(), "processes left behind: {left:?}");
 }

@@ -215,8 +215,13 @@ fn copy(get: &dyn Fn(&str) -> String, solver: &str) -> String {
     } else {
         "False"
     };
-    let host = match get("memory").as_str() {
+    let memory = get("memory");
+    if matches!(memory.as_str(), "dataloader" | "accelerate") {
+        return batch_copy(get, &memory, nb);
+    }
+    let host = match memory.as_str() {
         "pinned" => "host = torch.empty(words).pin_memory()".to_string(),
+        "shared" => "host = torch.empty(words).share_memory_()".to_string(),
         "mmap" => "import mmap, tempfile\nf = tempfile.TemporaryFile()\nf.truncate(words * 4)\n\
                    buf = mmap.mmap(f.fileno(), words * 4)\nhost = torch.frombuffer(buf, dtype=torch.float32)"
             .to_string(),
@@ -235,6 +240,34 @@ fn copy(get: &dyn Fn(&str) -> String, solver: &str) -> String {
     };
     format!(
         "words = {bytes} // 4\n{host}\n{call}check(got, want, exact=True)\n",
+        bytes = get("bytes"),
+    )
+}
+
+/// Seed 001's batch path: the first batch of a DataLoader with 2 worker processes (pin_memory as
+/// the case says) moved by `.to()` or by accelerate's send_to_device.
+fn batch_copy(get: &dyn Fn(&str) -> String, memory: &str, nb: &str) -> String {
+    let pin = if get("pin_memory") == "true" {
+        "True"
+    } else {
+        "False"
+    };
+    let mv = if memory == "accelerate" {
+        format!(
+            "from accelerate.utils import send_to_device
+got = send_to_device(batch, dev, non_blocking={nb})[\"input\"]"
+        )
+    } else {
+        format!("got = batch[\"input\"].to(dev, non_blocking={nb})")
+    };
+    format!(
+        "words = {bytes} // 4\ndata = torch.rand(words)\n\n\n\
+         class Batches(torch.utils.data.Dataset):\n    def __len__(self):\n        return 2\n\n\
+         \x20   def __getitem__(self, i):\n        return {{\"input\": data.clone(), \"label\": torch.tensor(i)}}\n\n\n\
+         loader = torch.utils.data.DataLoader(Batches(), batch_size=1, num_workers=2, pin_memory={pin}, multiprocessing_context=\"fork\")\n\
+         batch = next(iter(loader))\n{mv}\n\
+         torch.cuda.synchronize() if dev.type == \"cuda\" else None\n\
+         check(got, data.reshape(1, -1), exact=True)\n",
         bytes = get("bytes"),
     )
 }

@@ -7,10 +7,20 @@ use crate::verify::Check;
 use serde::{Deserialize, Serialize};
 
 pub const DIRECTIONS: &[&str] = &["h2d", "d2h", "d2d"];
-pub const MEMORY: &[&str] = &["pageable", "pinned", "mmap"];
+pub const MEMORY: &[&str] = &[
+    "pageable",
+    "pinned",
+    "mmap",
+    "shared",
+    "dataloader",
+    "accelerate",
+];
 
 /// Why a backend other than torch cannot copy from `memory = "mmap"`.
 pub const MMAP_TORCH_ONLY: &str = "memory = mmap (a memory-mapped file, as safetensors loads one) is copied through the torch backend only";
+
+/// Memory kinds that are a batch of a DataLoader: copied host to device only.
+pub const BATCH_KINDS: &[&str] = &["dataloader", "accelerate"];
 
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
@@ -23,13 +33,19 @@ pub const PARAMS: &[ParamDef] = &[
         name: "memory",
         kind: K::Choice(MEMORY),
         default: D::Str("pageable"),
-        doc: "host memory: pageable, pinned or mmap (a memory-mapped file; torch only)",
+        doc: "host memory: pageable, pinned, mmap (a memory-mapped file; torch only), shared (shared memory, as a DataLoader worker's tensor arrives), dataloader (the first batch of a DataLoader with 2 workers; torch; the library copies from pageable memory, or pinned with pin_memory) or accelerate (that batch moved by accelerate's send_to_device)",
     },
     ParamDef {
         name: "bytes",
         kind: K::Int { min: 4 },
         default: D::Int(1 << 24),
         doc: "bytes copied (rounded down to whole f32 words)",
+    },
+    ParamDef {
+        name: "pin_memory",
+        kind: K::Bool,
+        default: D::Bool(false),
+        doc: "memory = dataloader or accelerate: the DataLoader's pin_memory (its batch pinned by the pin-memory thread); unsupported with other kinds",
     },
 ];
 
@@ -46,11 +62,18 @@ pub enum CopyDir {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Copy {
     pub direction: CopyDir,
+    /// The library's host memory is pinned: `memory = "pinned"`, or a DataLoader batch with
+    /// `pin_memory` (which the pin-memory thread pins).
     pub pinned: bool,
     /// Host memory is a memory-mapped file (the torch backend only).
     #[serde(default)]
     pub mmap: bool,
     pub bytes: usize,
+    /// The case's `memory` as written (the torch backend makes each kind as it is).
+    #[serde(default)]
+    pub memory: String,
+    #[serde(default)]
+    pub pin_memory: bool,
 }
 
 impl Copy {
@@ -60,12 +83,36 @@ impl Copy {
             "d2h" => CopyDir::D2h,
             _ => CopyDir::D2d,
         };
+        let memory = p.str("memory")?;
+        let pin_memory = p.bool("pin_memory").unwrap_or(false);
+        let batch = BATCH_KINDS.contains(&memory);
         Ok(Copy {
             direction,
-            pinned: p.str("memory")? == "pinned",
-            mmap: p.str("memory")? == "mmap",
+            pinned: memory == "pinned" || (batch && pin_memory),
+            mmap: memory == "mmap",
             bytes: p.usize("bytes")?,
+            memory: memory.to_string(),
+            pin_memory,
         })
+    }
+
+    /// Why no backend runs this case, where the combination has no meaning: `pin_memory` is a
+    /// DataLoader's, and a DataLoader batch goes host to device.
+    pub fn unsupported(&self) -> Option<String> {
+        let batch = BATCH_KINDS.contains(&self.memory.as_str());
+        if self.pin_memory && !batch {
+            return Some(format!(
+                "pin_memory is a DataLoader's (memory = dataloader or accelerate), not memory = {}'s",
+                self.memory
+            ));
+        }
+        if batch && self.direction != CopyDir::H2d {
+            return Some(format!(
+                "memory = {} is a DataLoader's batch, moved host to device (direction = h2d)",
+                self.memory
+            ));
+        }
+        None
     }
 
     pub fn words(&self) -> usize {

@@ -194,6 +194,9 @@ impl<V: Vendor> Backend for GpuBackend<V> {
             (Problem::Copy(p), _) if p.mmap => Err(UnitError::Unsupported(
                 crate::op::copy::MMAP_TORCH_ONLY.into(),
             )),
+            (Problem::Copy(p), _) if p.unsupported().is_some() => {
+                Err(UnitError::Unsupported(p.unsupported().unwrap_or_default()))
+            }
             (Problem::Copy(p), Inputs::Copy(src)) => probes::prepare_copy(&dev, p, src, phases),
             (Problem::Cast(p), Inputs::Cast(src)) => {
                 phases.phase("compile");

@@ -123,6 +123,7 @@ pub fn probe_cases(compiles_kernels: bool) -> Vec<Case> {
         ("direction", Value::Str("d2h".into())),
         ("memory", Value::Str("pageable".into())),
         ("bytes", Value::Int(PROBE_ELEMENTS as i64 * 4)),
+        ("pin_memory", Value::Bool(false)),
     ];
     cases.extend(probe_unit(OpKind::Copy, &copy));
     if compiles_kernels {
