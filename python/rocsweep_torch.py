@@ -19,6 +19,7 @@ real one in torch would.
 """
 
 import ctypes
+import gc
 import json
 import math
 import mmap
@@ -749,6 +750,12 @@ def serve(d, inp):
         try:
             if cmd == "prepare":
                 op = None
+                # The last op's objects are freed now, cycles among them too (an Op and its
+                # call closure refer to each other): a DataLoader forks its workers from this
+                # process, and a forked worker that collects a CUDA tensor left for the garbage
+                # collector calls CUDA and aborts ("CUDA error: initialization error"; its
+                # DataLoader says the worker "exited unexpectedly"; seen on an H200).
+                gc.collect()
                 if d.gpu:
                     # The last op's memory (its graph's pool among it) back to the device: each
                     # solver has a process of its own, and their caching allocators share the GPU.
