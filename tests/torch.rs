@@ -4,6 +4,7 @@
 //! makes the environment; under CI=true a missing one fails these tests instead of skipping.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,20 +43,38 @@ const TIMING: &str = "[timing]\nwarmup = 1\nmin_samples = 3\nmax_time = 0.02\n";
 
 /// Runs `body` (a sweep's op and axes) on the torch backend; the output and its rows.
 fn run(py: &Path, body: &str, fault: Option<&str>) -> (Output, Vec<Row>, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let sweep = tmp.path().join("s.toml");
-    std::fs::write(
-        &sweep,
-        format!("name = \"t\"\nbackend = \"torch\"\n{body}\n{TIMING}"),
+    let fault = fault.map(|f| ("ROCSWEEP_TEST_FAULT", OsStr::new(f)));
+    run_sweep(
+        py,
+        &format!("name = \"t\"\nbackend = \"torch\"\n{body}\n{TIMING}"),
+        &["--quiet", "--no-report"],
+        fault.as_slice(),
     )
-    .unwrap();
+}
+
+/// Writes `sweep` (a whole sweep file) and runs it through the Python `py`, one trial, into
+/// `run/` of a fresh temporary directory, with `args` after `run` and `env` set for rocsweep
+/// (and so for its workers and their Python); the output and the rows.
+fn run_sweep(
+    py: &Path,
+    sweep: &str,
+    args: &[&str],
+    env: &[(&str, &OsStr)],
+) -> (Output, Vec<Row>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("s.toml");
+    std::fs::write(&file, sweep).unwrap();
     let out = tmp.path().join("run");
     let mut c = bin();
-    c.arg("--python").arg(py).arg("run").arg(&sweep);
-    c.args(["--trials", "1", "--quiet", "--no-report", "--out"])
-        .arg(&out);
-    if let Some(f) = fault {
-        c.env("ROCSWEEP_TEST_FAULT", f);
+    c.arg("--python")
+        .arg(py)
+        .args(["run", "--trials", "1"])
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .arg(&file);
+    for (k, v) in env {
+        c.env(k, v);
     }
     let o = c.output().unwrap();
     let r = if out.join("results.csv").exists() {
@@ -821,26 +840,16 @@ fn each_torch_solver_runs_in_a_python_process_of_its_own_and_rows_say_how_they_w
 #[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
 fn a_cpu_and_torch_run_counts_its_solvers_up_front_and_names_both_backends() {
     let Some(py) = python() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let sweep = tmp.path().join("s.toml");
-    std::fs::write(
-        &sweep,
-        format!(
+    let (o, rows, tmp) = run_sweep(
+        &py,
+        &format!(
             "name = \"t\"\nop = \"gemm\"\n[axes]\nm = [8, 16]\nn = 8\nk = 8\nsolver = \"all\"\n{TIMING}"
         ),
-    )
-    .unwrap();
+        &["--backend", "cpu,torch"],
+        &[],
+    );
     let out = tmp.path().join("run");
-    let o = bin()
-        .arg("--python")
-        .arg(&py)
-        .args(["run", "--backend", "cpu,torch", "--trials", "1", "--out"])
-        .arg(&out)
-        .arg(&sweep)
-        .output()
-        .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let rows = rows(&out);
     // Two cases, each through the CPU's gemm solvers and torch's two.
     let cpu = rows.iter().filter(|r| r["backend"] == "cpu").count();
     assert_eq!(rows.len() - cpu, 4, "{}", text(&o));
@@ -983,27 +992,9 @@ const BATCH_SWEEP: &str = "op = \"copy\"\nbackend = [\"cpu\", \"torch\"]\n\
     bytes = [4096, 65536]\nsolver = \"all\"\n[limits]\nrun = 20\n";
 
 /// Runs BATCH_SWEEP with `env` set for rocsweep (and so for its workers and their Python).
-fn run_batch(py: &Path, env: &[(&str, &Path)]) -> (Output, Vec<Row>, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let sweep = tmp.path().join("s.toml");
-    std::fs::write(&sweep, format!("name = \"t\"\n{BATCH_SWEEP}\n{TIMING}")).unwrap();
-    let out = tmp.path().join("run");
-    let mut c = bin();
-    c.arg("--python")
-        .arg(py)
-        .args(["run", "--trials", "1", "--quiet", "--out"])
-        .arg(&out)
-        .arg(&sweep);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().unwrap();
-    let r = if out.join("results.csv").exists() {
-        rows(&out)
-    } else {
-        Vec::new()
-    };
-    (o, r, tmp)
+fn run_batch(py: &Path, env: &[(&str, &OsStr)]) -> (Output, Vec<Row>, tempfile::TempDir) {
+    let sweep = format!("name = \"t\"\n{BATCH_SWEEP}\n{TIMING}");
+    run_sweep(py, &sweep, &["--quiet"], env)
 }
 
 #[test]
@@ -1031,7 +1022,7 @@ fn the_dataloader_path_runs_each_kind_and_a_fault_there_is_pytorchs() {
 
     // A worker of the DataLoader that dies: its batch never comes, an error through PyTorch
     // only, so the which-layer table says `pytorch`.
-    let fault = Path::new("memory=dataloader&backend=torch:segv@compile");
+    let fault = OsStr::new("memory=dataloader&backend=torch:segv@compile");
     let (o, r, t) = run_batch(&py, &[("ROCSWEEP_TEST_FAULT", fault)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let broken: Vec<&Row> = r
@@ -1073,7 +1064,7 @@ fn accelerate_missing_is_unsupported_with_why() {
         "raise ImportError('no accelerate in this test')\n",
     )
     .unwrap();
-    let (o, r, _t) = run_batch(&py, &[("PYTHONPATH", tmp.path())]);
+    let (o, r, _t) = run_batch(&py, &[("PYTHONPATH", tmp.path().as_os_str())]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let acc: Vec<&Row> = r
         .iter()
@@ -1094,27 +1085,17 @@ fn a_dataloader_that_hangs_is_a_hang_in_run_and_leaves_no_worker_behind() {
     let Some(py) = python() else { return };
     // Every process of this run carries the mark in its environment (they inherit it).
     let mark = format!("rocsweep-test-{}", std::process::id());
-    let tmp = tempfile::tempdir().unwrap();
-    let sweep = tmp.path().join("s.toml");
-    std::fs::write(
-        &sweep,
+    let (o, r, _t) = run_sweep(
+        &py,
         "name = \"t\"\nop = \"copy\"\nbackend = \"torch\"\n[axes]\ndirection = \"h2d\"\n\
          memory = \"dataloader\"\nbytes = [4096, 8192]\nsolver = \"torch-to\"\n[limits]\nrun = 3\n",
-    )
-    .unwrap();
-    let out = tmp.path().join("run");
-    let o = bin()
-        .arg("--python")
-        .arg(&py)
-        .args(["run", "--trials", "1", "--quiet", "--no-report", "--out"])
-        .arg(&out)
-        .arg(&sweep)
-        .env("ROCSWEEP_TEST_MARK", &mark)
-        .env("ROCSWEEP_TEST_FAULT", "bytes=4096:hang@compile")
-        .output()
-        .unwrap();
+        &["--quiet", "--no-report"],
+        &[
+            ("ROCSWEEP_TEST_MARK", OsStr::new(&mark)),
+            ("ROCSWEEP_TEST_FAULT", OsStr::new("bytes=4096:hang@compile")),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let r = rows(&out);
     let hung = r.iter().find(|x| x["bytes"] == "4096").unwrap();
     assert_eq!(
         (hung["status"].as_str(), hung["phase"].as_str()),

@@ -59,6 +59,7 @@ def key(r):
 
 def clean(solver, run_dir, out):
     import torch
+    from peer_times import per_call_ms  # one call between events, the median of reps
 
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
     dev = torch.device("cuda")
@@ -162,17 +163,6 @@ def clean(solver, run_dir, out):
         del g
         return statistics.median(times)
 
-    def call_ms(fn):
-        times = []
-        for _ in range(CALL_REPS):
-            a, b = ev(), ev()
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times)
-
     result = {}
     for r in rows(run_dir):
         if r["solver"] != solver:
@@ -185,7 +175,7 @@ def clean(solver, run_dir, out):
         torch.cuda.synchronize()
         calls = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / float(r["median_ms"]))))
         result[key(r)] = {"graph_ms": graph_ms(fn), "graphk_ms": graphk_ms(fn, calls),
-                          "calls": calls, "call_ms": call_ms(fn)}
+                          "calls": calls, "call_ms": per_call_ms(fn, CALL_REPS)}
         torch.cuda.empty_cache()
     result["_versions"] = {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version()),
                            "device": torch.cuda.get_device_name(0)}

@@ -136,9 +136,6 @@ fn prepared(problem: &Problem, inputs: &Inputs) -> Result<Box<dyn Prepared>, Uni
                 crate::op::copy::MMAP_TORCH_ONLY.into(),
             ));
         }
-        (Problem::Copy(p), _) if p.unsupported().is_some() => {
-            return Err(UnitError::Unsupported(p.unsupported().unwrap_or_default()));
-        }
         (Problem::Copy(p), Inputs::Copy(src)) => Box::new(CopyRun::new(p, src.to_f32_vec())),
         (Problem::Cast(p), Inputs::Cast(src)) => Box::new(CastRun {
             to: p.to,

@@ -513,15 +513,16 @@ pub fn list_solvers(
     if case.solver != "all" {
         return Ok(Listing::Solvers(vec![case.solver.clone()]));
     }
-    let recorded = lock(shared)
-        .book
-        .has_row(&unit_id(&case.id, "all", env_key));
+    let (recorded, cannot_start) = {
+        let sh = lock(shared);
+        let recorded = sh.book.has_row(&unit_id(&case.id, "all", env_key));
+        (recorded, sh.book.cannot_start.contains_key(&env.index))
+    };
     if recorded {
         // The case's one `all` row (its listing failed in an earlier session).
         expanded(shared, p, &env, case, 1)?;
         return Ok(Listing::Recorded);
     }
-    let cannot_start = lock(shared).book.cannot_start.contains_key(&env.index);
     if cannot_start {
         // No worker to ask: the case's `all` unit records why.
         expanded(shared, p, &env, case, 1)?;

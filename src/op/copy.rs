@@ -97,7 +97,7 @@ impl Copy {
     }
 
     /// Why no backend runs this case, where the combination has no meaning: `pin_memory` is a
-    /// DataLoader's, and a DataLoader batch goes host to device.
+    /// DataLoader's, and a DataLoader batch goes host to device (`Problem::unsupported`).
     pub fn unsupported(&self) -> Option<String> {
         let batch = BATCH_KINDS.contains(&self.memory.as_str());
         if self.pin_memory && !batch {

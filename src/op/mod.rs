@@ -130,6 +130,15 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// Why no backend runs this problem, where its combination of parameters has no meaning
+    /// (checked by the worker before any backend prepares it); None for every other problem.
+    pub fn unsupported(&self) -> Option<String> {
+        match self {
+            Problem::Copy(p) => p.unsupported(),
+            _ => None,
+        }
+    }
+
     /// The element type of the op's output.
     pub fn output_dtype(&self) -> crate::dtype::DType {
         match self {

@@ -251,16 +251,13 @@ fn run_backends(m: &crate::results::manifest::Manifest) -> Vec<&crate::backend::
 
 /// Every backend of the run, with what was missing where one was not available.
 fn backends_text(m: &crate::results::manifest::Manifest) -> String {
-    let mut names: Vec<String> = Vec::new();
-    for b in run_backends(m) {
-        let mut name = b.backend.clone();
-        if let Some(missing) = &b.missing {
-            name.push_str(&format!(" (not available: {missing})"));
-        }
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
+    let names: Vec<String> = run_backends(m)
+        .into_iter()
+        .map(|b| match &b.missing {
+            Some(missing) => format!("{} (not available: {missing})", b.backend),
+            None => b.backend.clone(),
+        })
+        .collect();
     names.join(", ")
 }
 

@@ -253,11 +253,6 @@ impl Backend for TorchBackend {
         } else {
             solver
         };
-        if let Problem::Copy(c) = problem
-            && let Some(why) = c.unsupported()
-        {
-            return Err(UnitError::Unsupported(why));
-        }
         let (data, seed) = blobs(inputs);
         let mut head =
             json!({"cmd": "prepare", "problem": problem, "solver": solver, "seed": seed});

@@ -204,6 +204,10 @@ fn first_call(
     t: &mut Tracker<'_>,
 ) -> Result<(Box<dyn Prepared>, f64), Outcome> {
     t.phase("compile");
+    // A combination no backend gives a meaning to is unsupported before any backend sees it.
+    if let Some(why) = case.problem.unsupported() {
+        return Err(classify(UnitError::Unsupported(why), t.current));
+    }
     let mut prepared = match backend.prepare(&case.problem, solver, inputs, t) {
         Ok(p) => p,
         Err(e) => return Err(classify(e, t.current)),
