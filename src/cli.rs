@@ -68,7 +68,8 @@ pub enum Command {
         /// Compare runs of different sweeps anyway (only units with the same id are matched).
         #[arg(long)]
         force: bool,
-        /// Exit with code 3 when a unit got worse (ok -> failure, or slower beyond the noise).
+        /// Exit with code 3 when a unit got worse (ok -> failure, or slower beyond chance: more
+        /// slower calls than the noise rule's false calls explain, or one far beyond its noise).
         #[arg(long, value_parser = ["regression"])]
         fail_on: Option<String>,
     },

@@ -29,6 +29,10 @@ use crate::results::status::Status;
 pub const MIN_CHANGE: f64 = 0.05;
 /// A change is called when it is larger than this many times the noise.
 pub const NOISE_FACTOR: f64 = 2.0;
+/// A change this many times the noise (about 7 standard deviations under the model below) is
+/// beyond any false call, however many units a comparison holds: `compare --fail-on
+/// regression` fails on one such slower unit alone (compare/comparison.rs).
+pub const FAR_FACTOR: f64 = 4.0;
 
 /// The rule in one paragraph, for compare.md and recommend.md.
 pub const RULE: &str = "Each unit is timed in several trials (separate worker processes, one pass \
@@ -125,6 +129,13 @@ pub fn noise(a: Timing, b: Timing, floor: f64) -> Option<f64> {
     Some(a.spread?.max(b.spread?).max(floor))
 }
 
+/// Whether B's time moved from A's by more than [`FAR_FACTOR`] times the noise (and at least
+/// [`MIN_CHANGE`]); false when a side's noise is unknown.
+pub fn far(a: Timing, b: Timing, floor: f64) -> bool {
+    let change = (a.median_ms / b.median_ms).ln().abs();
+    change >= (1.0 + MIN_CHANGE).ln() && noise(a, b, floor).is_some_and(|n| change > FAR_FACTOR * n)
+}
+
 /// B's throughput over A's (`time A / time B`: above 1 is faster) and the verdict.
 pub fn verdict(a: Timing, b: Timing, floor: f64) -> (f64, Verdict) {
     let r = a.median_ms / b.median_ms;
@@ -186,6 +197,20 @@ mod tests {
         let one = t(&[2.0]);
         assert_eq!(verdict(one, fast, 0.0).1, Verdict::Ambiguous);
         assert_eq!(verdict(t(&[1.0]), t(&[1.01]), 0.0).1, Verdict::Same);
+    }
+
+    #[test]
+    fn far_is_four_times_the_noise() {
+        // 8.5 % slower with 4 % spreads: called slower, but not far beyond the noise.
+        let (a, b) = (t(&[1.0, 1.02, 1.04]), t(&[1.09, 1.1, 1.12]));
+        assert_eq!(verdict(a, b, 0.0).1, Verdict::Slower);
+        assert!(!far(a, b, 0.0));
+        // 2x with the same spreads: far, either way round.
+        let slow = t(&[2.0, 2.02, 2.04]);
+        assert!(far(a, slow, 0.0) && far(slow, a, 0.0));
+        // A run floor of 20 % hides it; an unknown noise never calls it far.
+        assert!(!far(a, slow, 0.2));
+        assert!(!far(t(&[1.0]), t(&[2.0]), 0.0));
     }
 
     #[test]

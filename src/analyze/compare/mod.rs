@@ -78,5 +78,8 @@ pub fn command(
             crate::noteln!("regression: {line}");
         }
     }
+    if let Some(why) = c.slower_within_chance() {
+        crate::noteln!("note: {why}");
+    }
     Ok(code)
 }

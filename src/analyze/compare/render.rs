@@ -224,6 +224,9 @@ fn throughput(s: &mut String, c: &Comparison, plot: Option<&str>) {
         verdicts.push(vec![Cell::text(v.name()), Cell::num(t.count(v))]);
     }
     s.push_str(&table(&verdicts, MD_ROWS));
+    if let Some(why) = c.slower_within_chance() {
+        let _ = writeln!(s, "\n{why}.");
+    }
     if let Some(g) = t.geomean() {
         let how = if c.weighted {
             ", weighted by the model's calls per case (the sweep's `weight`)"
