@@ -20,6 +20,7 @@ pub mod plan;
 pub mod pool;
 pub mod record;
 pub mod run;
+pub mod sequence;
 pub mod strategy_run;
 pub mod supervise;
 pub mod target;

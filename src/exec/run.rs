@@ -39,7 +39,7 @@ fn warn_code_vars(combos: &[crate::spec::expand::EnvCombo]) {
 }
 
 /// Ctrl-C presses since the current run started.
-fn interrupts() -> Arc<AtomicUsize> {
+pub(crate) fn interrupts() -> Arc<AtomicUsize> {
     static COUNT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
@@ -75,6 +75,14 @@ fn interrupts() -> Arc<AtomicUsize> {
 
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
     let mut s = Setup::new(opts.clone())?;
+    if let Some(seq) = s.sequence.take() {
+        if s.opts.dry_run {
+            return crate::exec::sequence::write::dry_run(&seq);
+        }
+        let interrupts = interrupts();
+        interrupts.store(0, Ordering::SeqCst);
+        return crate::exec::sequence::run(&s, &seq, interrupts);
+    }
     if s.opts.dry_run {
         return crate::exec::plan::dry_run::print(&s.sweep, &s.combos, s.shard);
     }

@@ -51,7 +51,7 @@ pub(super) fn header(
 }
 
 /// The sweep's name: required, at most `MAX_NAME` characters, and fit to name a directory.
-fn name(cx: &Cx, root: &DeTable) -> Result<String, SpecError> {
+pub(super) fn name(cx: &Cx, root: &DeTable) -> Result<String, SpecError> {
     let name = match root.get("name") {
         Some(v) => cx.string(v, "name")?,
         None => {
@@ -83,7 +83,7 @@ fn name(cx: &Cx, root: &DeTable) -> Result<String, SpecError> {
 }
 
 /// The op: required, one of `OpKind::ALL`.
-fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecError> {
+pub(super) fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecError> {
     match root.get("op") {
         Some(v) => {
             let s = cx.string(v, "op")?;
@@ -109,7 +109,7 @@ fn op(cx: &Cx, root: &DeTable, root_span: Range<usize>) -> Result<OpKind, SpecEr
 
 /// The backends: a name (`backend = "cpu"`) or a list of distinct names (`backend = ["cpu",
 /// "torch"]`), each one `backend::registry::check_name` knows; `auto` when absent.
-fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
+pub(super) fn backends(cx: &Cx, root: &DeTable) -> Result<Vec<String>, SpecError> {
     Ok(names(
         cx,
         root,

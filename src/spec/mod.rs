@@ -16,6 +16,7 @@ mod overrides;
 pub mod policy;
 mod reader;
 pub mod secret;
+pub mod sequence;
 pub mod sets;
 
 use error::SpecError;
@@ -30,6 +31,12 @@ pub use model::*;
 
 /// Reads a sweep file from disk; an unreadable file is reported against its path.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Sweep, SpecError> {
+    let (shown, text) = read_file(path)?;
+    load_str(&shown, &text, overrides)
+}
+
+/// A sweep or sequence file's text, refused when it is not a regular file or is too large.
+pub fn read_file(path: &Path) -> Result<(String, String), SpecError> {
     let shown = path.display().to_string();
     let fail = |why: String| SpecError::whole_file(&shown, why);
     // Checked before opening: a FIFO or a device would block or never end.
@@ -58,7 +65,7 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Sweep, SpecError> {
             "the sweep file grew past the limit of {MAX_FILE_BYTES} bytes while it was read"
         )));
     }
-    load_str(&shown, &text, overrides)
+    Ok((shown, text))
 }
 
 /// Parses and validates sweep text; `path` is only used in messages and the manifest.

@@ -139,7 +139,7 @@ fn varied_params(run: &RunData) -> Vec<String> {
         .collect()
 }
 
-fn toml_string(s: &str) -> String {
+pub(crate) fn toml_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -160,7 +160,7 @@ fn toml_string(s: &str) -> String {
 }
 
 /// A TOML key: bare where TOML allows it, else quoted (a planted newline stays inside it).
-fn toml_key(k: &str) -> String {
+pub(crate) fn toml_key(k: &str) -> String {
     let bare = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
     if !k.is_empty() && k.bytes().all(bare) {
         k.to_string()
@@ -170,7 +170,7 @@ fn toml_key(k: &str) -> String {
 }
 
 /// A parameter's CSV text as a TOML value of the kind the op expects (words quoted).
-fn toml_value(kind: ParamKind, text: &str) -> String {
+pub(crate) fn toml_value(kind: ParamKind, text: &str) -> String {
     let literal = match kind {
         ParamKind::Int { .. } => text.parse::<i64>().is_ok(),
         ParamKind::Float { .. } => text.parse::<f64>().is_ok(),
@@ -232,7 +232,14 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
             let _ = writeln!(s, "{} = {}", toml_key(k), toml_string(v));
         }
     }
-    if let Ok(serde_json::Value::Object(sections)) = serde_json::to_value(&m.policies) {
+    s.push_str(&policies_toml(&m.policies));
+    s
+}
+
+/// A run's `[limits]`, `[timing]` and `[verify]` tables as a sweep file writes them.
+pub(crate) fn policies_toml(policies: &impl serde::Serialize) -> String {
+    let mut s = String::new();
+    if let Ok(serde_json::Value::Object(sections)) = serde_json::to_value(policies) {
         for (section, body) in sections {
             let serde_json::Value::Object(keys) = body else {
                 continue;

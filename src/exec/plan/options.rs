@@ -37,6 +37,10 @@ pub struct RunOptions {
     /// The cap on the sweep's product (axes x env combinations) without --force.
     #[arg(long, default_value_t = DEFAULT_MAX_UNITS)]
     pub max_units: u64,
+    /// With a sequence: the most fresh worker processes the search for what a failing step
+    /// needs may run (the step alone included); the summary says when it was reached.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub minimize_budget: u32,
     /// No progress bar or per-unit lines, no summary.
     #[arg(long, short)]
     pub quiet: bool,

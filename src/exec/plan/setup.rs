@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 pub struct Setup {
     pub opts: RunOptions,
     pub sweep: Sweep,
+    /// The file's steps when it is a sequence (`[[step]]`, issue 43); `sweep` then holds its
+    /// header, environment and policies.
+    pub sequence: Option<spec::sequence::Sequence>,
     /// The first (or only) backend: what the run's first workers open.
     pub backend: String,
     /// Every backend the run names, in order (one, or several run side by side).
@@ -50,6 +53,7 @@ impl Setup {
     pub fn new(opts: RunOptions) -> Result<Setup, CmdError> {
         let Prepared {
             sweep,
+            sequence,
             backends,
             dir,
             manifest: old,
@@ -90,6 +94,7 @@ impl Setup {
         Ok(Setup {
             opts,
             sweep,
+            sequence,
             backend,
             backends,
             rocm_env,
@@ -263,6 +268,7 @@ impl Setup {
 
 struct Prepared {
     sweep: Sweep,
+    sequence: Option<spec::sequence::Sequence>,
     backends: Vec<String>,
     dir: PathBuf,
     manifest: Option<Manifest>,
@@ -321,6 +327,7 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         let shard = m.shard.clone();
         return Ok(Prepared {
             sweep,
+            sequence: None,
             backends,
             dir: dir.clone(),
             manifest: Some(m),
@@ -331,7 +338,13 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
         .sweep
         .as_ref()
         .ok_or_else(|| CmdError::BadInput("a sweep file or --resume RUN_DIR is required".into()))?;
-    let sweep = spec::load(path, &opts.overrides())?;
+    let (shown, text) = spec::read_file(path)?;
+    let (sweep, sequence) = if spec::sequence::is_sequence(&text) {
+        let seq = spec::sequence::load_str(&shown, &text, &opts.overrides())?;
+        (seq.sweep.clone(), Some(seq))
+    } else {
+        (spec::load_str(&shown, &text, &opts.overrides())?, None)
+    };
     let backends = match &opts.backend {
         Some(list) => crate::exec::plan::options::parse_backends(list)
             .map_err(|e| CmdError::BadInput(format!("--backend {list}: {e}")))?,
@@ -361,6 +374,7 @@ fn load(opts: &RunOptions) -> Result<Prepared, CmdError> {
     });
     Ok(Prepared {
         sweep,
+        sequence,
         backends,
         dir,
         manifest: None,

@@ -9,13 +9,16 @@
 //! `solver=...`, or `backend=...`: the backend the worker was started with, as the sweep names
 //! it, e.g. `auto`), `name>value`, `name>=value`, `name<value` or `name<=value` (a numeric
 //! parameter compared as a number; a parameter that is not a number never matches), or
-//! `env.NAME=value` (the worker's own environment, i.e. its env combination); ACTION is `hang`,
+//! `env.NAME=value` (the worker's own environment, i.e. its env combination), or `prior_OP`
+//! compared as a number (how many units or sequence steps of op OP this worker process ran
+//! before this one, e.g. `prior_gemm>=2&c_in=64:zeros@verify`: a fault that needs earlier
+//! calls in the same process, as in TheRock#5581); ACTION is `hang`,
 //! `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort`, `exit`, or `zeros` /
 //! `nan` (the unit's output, once read back from the backend, is replaced by all zeros / all
 //! NaN before it is verified, so the row says what the verifier says: `zeros`, `nonfinite` or
 //! `mismatch`; these two act only with PHASE `verify`); PHASE is enumerate, alloc, compile, run
 //! or verify. The first rule that matches wins. The unit's match target is its canonical text
-//! with `;solver=NAME;backend=NAME` appended (an enumeration's: the problem's parameters with
+//! with `;solver=NAME;backend=NAME;prior_OP=N...` appended (an enumeration's: the problem's parameters with
 //! `;backend=NAME`).
 //! Examples: `c_in=16&env.MIOPEN_DEBUG_CONV_GEMM=1:hang@compile`; seed 004's RDNA1 table as
 //! `c_in=16&h>32:hang@run;c_in=32&h>48:hang@run;c_in=64&h>64:hang@run`; one layer returning
@@ -112,12 +115,14 @@ impl Faults {
     /// `canonical` is the case's canonical text (`op;k=v;...`) with `;solver=...` appended, or
     /// `probe` for the health probe.
     pub fn action(&self, canonical: &str, phase: &str) -> Option<Action> {
+        // A whole-text matcher names the unit, not the counts of what ran before it.
+        let unit = canonical.split(";prior_").next().unwrap_or(canonical);
         self.rules
             .iter()
             .find(|r| {
                 r.phase == phase
                     && (r.matcher == "*"
-                        || r.matcher == canonical
+                        || r.matcher == unit
                         || (canonical != "probe"
                             && r.matcher.split('&').all(|cond| holds(cond, canonical))))
             })
@@ -218,6 +223,19 @@ mod tests {
             None,
             "every condition must hold"
         );
+    }
+
+    #[test]
+    fn prior_conditions_count_what_ran_before_in_the_process() {
+        let f = Faults::parse("prior_gemm>=2&c_in=64:zeros@verify");
+        let at = |gemms: u32| {
+            format!("conv2d;c_in=64;solver=default;backend=cpu;prior_conv2d=0;prior_gemm={gemms}")
+        };
+        assert_eq!(f.action(&at(1), "verify"), None);
+        assert_eq!(f.action(&at(2), "verify"), Some(Action::Zeros));
+        // A whole-text matcher still names the unit whatever ran before it.
+        let whole = Faults::parse("conv2d;c_in=64;solver=default;backend=cpu:exit@run");
+        assert_eq!(whole.action(&at(5), "run"), Some(Action::Exit));
     }
 
     #[test]

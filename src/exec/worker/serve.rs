@@ -179,6 +179,7 @@ pub fn main(backend_name: &str) -> i32 {
         backend,
         name: backend_name.to_string(),
         cache: ReferenceCache::default(),
+        prior: Default::default(),
     };
     let code = w.serve();
     // The backend (the torch worker's Python) ends first, then whatever it left behind.
@@ -256,6 +257,8 @@ struct Worker {
     /// rules' `backend=` condition names.
     name: String,
     cache: ReferenceCache,
+    /// Units of each op this process has run so far (fault rules' `prior_OP` conditions).
+    prior: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl Worker {
@@ -307,11 +310,16 @@ impl Worker {
 
     /// Runs one unit (through the test faults, when set) and answers with its outcome.
     fn unit(&mut self, unit_id: String, case: &Case, solver: &str, policies: &Policies) {
-        let target = format!(
+        let mut target = format!(
             "{};solver={solver};backend={}",
             canonical_text(case.problem.kind(), &case.values),
             self.name
         );
+        for op in OpKind::ALL {
+            let n = self.prior.get(op.name()).copied().unwrap_or(0);
+            target.push_str(&format!(";prior_{}={n}", op.name()));
+        }
+        *self.prior.entry(case.problem.kind().name()).or_default() += 1;
         if self.faults.action(&target, "run") == Some(fault::Action::GpuHang) {
             self.phase("run");
             let r = self.backend.test_never_ending_kernel();
