@@ -304,3 +304,85 @@ fn bad_input_is_exit_2_and_writes_nothing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("not empty"));
 }
+
+/// Issue 43: the calls in order become `sequence.toml`, a loop as `repeat`, and it replays.
+#[test]
+fn calls_in_order_become_a_sequence_with_the_loop_as_repeat_and_it_runs() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let line = |c: u32, k: u32| {
+        format!(
+            "MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c {c} -H 8 -W 8 -k {k} -y 3 -x 3 -p 1 -q 1 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 -F 1 -t 1\n"
+        )
+    };
+    let mut text = String::new();
+    for _ in 0..4 {
+        text.push_str(&line(4, 8));
+        text.push_str(&line(8, 8));
+        text.push_str(&line(4, 8));
+    }
+    let log = tmp.path().join("loop.log");
+    std::fs::write(&log, text).expect("write log");
+    let out = tmp.path().join("model");
+    let o = import(&[log.to_str().expect("utf-8")], &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let seq_path = out.join("sequence.toml");
+    let text = std::fs::read_to_string(&seq_path).expect("sequence.toml written");
+    let seq = spec::sequence::load_str("sequence.toml", &text, &[]).expect("it loads");
+    assert_eq!((seq.steps.len(), seq.repeat), (3, 4), "{text}");
+    let c_in: Vec<String> = seq
+        .steps
+        .iter()
+        .map(|s| s.case.values[2].to_string())
+        .collect();
+    assert_eq!(c_in, ["4", "8", "4"]);
+    let summary = std::fs::read_to_string(out.join("summary.md")).expect("summary");
+    assert!(
+        summary.contains("the 12 calls the sources recorded in order, as 3 steps x repeat 4"),
+        "{summary}"
+    );
+    // It replays: 12 steps in one process on the CPU backend.
+    let run = tmp.path().join("run");
+    let o = rocsweep(
+        &[
+            "run",
+            seq_path.to_str().expect("utf-8"),
+            "--backend",
+            "cpu",
+            "--out",
+            run.to_str().expect("utf-8"),
+            "--set",
+            "timing.max_time=0.01",
+        ],
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("12 steps run in 1 env combination(s), 0 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_profiler_trace_gives_its_calls_in_order_and_a_tunableop_list_gives_none() {
+    let (_t, out) = imported(&[&fixture("h200/trace.json")]);
+    let text = std::fs::read_to_string(out.join("sequence.toml")).expect("sequence.toml");
+    let seq = spec::sequence::load_str("sequence.toml", &text, &[]).expect("it loads");
+    let calls: f64 = ["conv2d.toml", "gemm.toml"]
+        .iter()
+        .map(|f| out.join(f))
+        .filter(|p| p.exists())
+        .flat_map(|p| weights(&p).into_values().map(|(w, _)| w))
+        .sum();
+    assert_eq!(
+        seq.order().len() as f64,
+        calls,
+        "every traced call is a step, in order"
+    );
+    let (_t, out) = imported(&[&fixture("tunableop-public.csv")]);
+    assert!(!out.join("sequence.toml").exists());
+}

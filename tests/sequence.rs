@@ -254,3 +254,66 @@ fn a_dry_run_lists_the_steps_in_run_order_and_writes_nothing() {
     );
     assert!(!out.exists());
 }
+
+#[test]
+fn a_killed_sequence_resumes_from_the_step_after_the_last_finished() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let file = sequence(tmp.path(), 600);
+    // Step 5 (the m=64 gemm of the second pass, after three gemms) hangs; the supervisor is
+    // killed with SIGKILL once it has started, with steps 1-4 journaled.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+        ])
+        .env("ROCSWEEP_TEST_FAULT", "prior_gemm=3&m=64:hang@run")
+        .spawn()
+        .unwrap();
+    let journal = out.join("journal.ndjson");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(&journal).unwrap_or_default();
+        if text.matches("\"ev\":\"started\"").count() == 5 {
+            assert_eq!(text.matches("\"ev\":\"finished\"").count(), 4, "{text}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "step 5 never started: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !out.join("results.csv").exists(),
+        "killed before any combination ended"
+    );
+    let o = rocsweep(&["run", "--resume", out.to_str().unwrap()], "");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("6 steps run in 1 env combination(s), 0 failed"),
+        "{stdout}"
+    );
+    let r = rows(&out);
+    assert_eq!(r.len(), 6);
+    assert!(r.iter().all(|x| x[3] == "ok"), "{r:?}");
+    // Steps 1-4 were kept, not run again: two more starts (steps 5 and 6), in a second log.
+    let text = read(&journal);
+    assert_eq!(text.matches("\"ev\":\"started\"").count(), 7, "{text}");
+    assert_eq!(std::fs::read_dir(out.join("workers")).unwrap().count(), 2);
+    let summary = read(&out.join("summary.md"));
+    assert!(
+        summary.contains("Resumed: run order 1-4 finished in an earlier worker process; the replay picked up at run order 5"),
+        "{summary}"
+    );
+}

@@ -39,7 +39,7 @@ fn warn_code_vars(combos: &[crate::spec::expand::EnvCombo]) {
 }
 
 /// Ctrl-C presses since the current run started.
-pub(crate) fn interrupts() -> Arc<AtomicUsize> {
+fn interrupts() -> Arc<AtomicUsize> {
     static COUNT: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
     COUNT
         .get_or_init(|| {
@@ -74,6 +74,15 @@ pub(crate) fn interrupts() -> Arc<AtomicUsize> {
 }
 
 pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
+    if let Some(dir) = opts
+        .resume
+        .as_ref()
+        .filter(|d| crate::exec::sequence::resume::is_sequence_run(d))
+    {
+        let interrupts = interrupts();
+        interrupts.store(0, Ordering::SeqCst);
+        return crate::exec::sequence::resume(opts, dir, interrupts);
+    }
     let mut s = Setup::new(opts.clone())?;
     if let Some(seq) = s.sequence.take() {
         if s.opts.dry_run {

@@ -6,6 +6,20 @@ use super::problem::{Found, Parsed, Problem};
 use crate::op::OpKind;
 use std::collections::BTreeMap;
 
+/// One call's place in the ledger: its op and its case's index there.
+pub type Call = (OpKind, usize);
+
+/// Whether a format's lines are calls in the order the program made them.
+pub fn ordered(format: &str) -> bool {
+    ![
+        super::tunableop::FORMAT,
+        super::rocblas::PROFILE,
+        super::hipblaslt::PROFILE,
+        "YAML profile",
+    ]
+    .contains(&format)
+}
+
 /// How many source places a case keeps to quote in its comment.
 pub const QUOTED: usize = 3;
 
@@ -99,6 +113,8 @@ pub struct Ledger {
     /// (place, reason), in reading order.
     pub malformed: Vec<(String, String)>,
     pub files: Vec<FileTally>,
+    /// Every call of a format that records call order, in the order read (sequence.rs).
+    pub order: Vec<Call>,
 }
 
 impl Ledger {
@@ -110,7 +126,11 @@ impl Ledger {
             Parsed::Problem(p) => match check(&p) {
                 Ok(()) => {
                     tally.problems += 1;
-                    self.add_problem(p, &at, text);
+                    let ordered = p.executes && ordered(found.format);
+                    let call = self.add_problem(p, &at, text);
+                    if ordered {
+                        self.order.push(call);
+                    }
                 }
                 Err(why) => {
                     tally.unsupported += 1;
@@ -133,7 +153,8 @@ impl Ledger {
         e.0 += 1;
     }
 
-    fn add_problem(&mut self, p: Problem, at: &str, text: &str) {
+    /// Adds a sighting of `p`; returns its case's place.
+    fn add_problem(&mut self, p: Problem, at: &str, text: &str) -> Call {
         let key = p.key();
         let quote = format!("{at}: {}", clip(text));
         if let Some(&(op, i)) = self.index.get(&key)
@@ -149,10 +170,11 @@ impl Ledger {
             if c.quoted.len() < QUOTED {
                 c.quoted.push(quote);
             }
-            return;
+            return (op, i);
         }
         let list = self.cases.entry(p.op.name()).or_default();
-        self.index.insert(key, (p.op, list.len()));
+        let call = (p.op, list.len());
+        self.index.insert(key, call);
         list.push(Case {
             calls: if p.executes { p.calls } else { 0.0 },
             prepared: if p.executes { 0.0 } else { p.calls },
@@ -161,6 +183,7 @@ impl Ledger {
             sightings: 1,
             problem: p,
         });
+        call
     }
 }
 

@@ -13,6 +13,7 @@ mod ledger;
 mod miopen;
 pub mod problem;
 mod rocblas;
+mod sequence;
 mod torch_trace;
 mod tunableop;
 mod write;

@@ -35,7 +35,46 @@ pub fn publish(ledger: &Ledger, out: &Path) -> Result<String, CmdError> {
             cases.iter().map(Case::weight).sum::<f64>(),
         ));
     }
-    let summary = summary(ledger, out, &written);
+    let seq = super::sequence::text(&base, ledger);
+    if let Some(w) = &seq {
+        crate::spec::sequence::load_str("sequence.toml", &w.text, &[]).map_err(|e| {
+            CmdError::Failure(format!(
+                "internal: the imported sequence does not load: {}",
+                e.message
+            ))
+        })?;
+        std::fs::write(staging.path.join("sequence.toml"), &w.text)
+            .map_err(|e| fail("sequence.toml", &e))?;
+    }
+    let mut summary = summary(ledger, out, &written);
+    if let Some(w) = &seq {
+        let _ = writeln!(
+            summary,
+            "
+## Sequence
+
+`sequence.toml`: the {} calls the sources recorded in order, as {} \
+             steps{}{}; `rocsweep run {}` replays them in one process and shrinks any failure \
+             that needs earlier calls to the calls it needs (docs/sweep-files.md, \"Sequences\").",
+            w.calls,
+            w.steps,
+            if w.repeat > 1 {
+                format!(" x repeat {} (the loop the sources show)", w.repeat)
+            } else {
+                String::new()
+            },
+            if w.left_out > 0 {
+                format!(
+                    "; {} calls past the limit of {} steps left out",
+                    w.left_out,
+                    crate::spec::sequence::MAX_STEPS
+                )
+            } else {
+                String::new()
+            },
+            out.join("sequence.toml").display()
+        );
+    }
     std::fs::write(staging.path.join("summary.md"), &summary)
         .map_err(|e| fail("summary.md", &e))?;
     staging.publish().map_err(|e| fail("the directory", &e))?;

@@ -32,6 +32,12 @@ pub enum Record {
         trial: u32,
         outcome: Box<Outcome>,
     },
+    /// A sequence step's outcome (exec/sequence/), written before its `finished` line, so a
+    /// resume goes on from the step after the last one finished with what each found.
+    Step {
+        unit: String,
+        outcome: Box<Outcome>,
+    },
     /// The unit's result: its results.csv row, so a row lost with the page cache can be restored.
     Finished {
         unit: String,
@@ -87,6 +93,17 @@ impl Journal {
         )
     }
 
+    /// A sequence step's outcome (not fsynced: its `finished` line, right after, is).
+    pub fn step(&mut self, unit: &str, outcome: &Outcome) -> std::io::Result<()> {
+        self.write(
+            &Record::Step {
+                unit: unit.into(),
+                outcome: Box::new(outcome.clone()),
+            },
+            false,
+        )
+    }
+
     /// Fsynced, with the unit's CSV row: this line is the durable record of the result, written
     /// before the row goes to results.csv.
     pub fn finished(&mut self, unit: &str, status: Status, row: &[String]) -> std::io::Result<()> {
@@ -112,6 +129,10 @@ pub struct State {
     pub trials: HashMap<String, Vec<(u32, Outcome)>>,
     /// Lines that were not a record (torn by a power cut, invalid UTF-8, garbage): skipped.
     pub unreadable: usize,
+    /// Sequence steps' outcomes, by unit, where the step also finished.
+    pub steps: HashMap<String, Outcome>,
+    /// A step's outcome waiting for its `finished` line.
+    pending_step: Option<(String, Outcome)>,
 }
 
 /// Reads a journal; a line that is not a record (a torn last line, invalid UTF-8 from a power
@@ -161,9 +182,17 @@ pub fn read(dir: &Path) -> std::io::Result<State> {
                 v.retain(|(t, _)| *t != trial);
                 v.push((trial, *outcome));
             }
+            Ok(Record::Step { unit, outcome }) => {
+                st.pending_step = Some((unit, *outcome));
+            }
             Ok(Record::Finished { unit, row, .. }) => {
                 st.unfinished.remove(&unit);
                 st.trials.remove(&unit);
+                if let Some((u, o)) = st.pending_step.take()
+                    && u == unit
+                {
+                    st.steps.insert(unit.clone(), o);
+                }
                 st.finished
                     .insert(unit, crate::results::csv::CompactRow::new(&row));
             }

@@ -10,6 +10,7 @@
 pub mod minimize;
 pub mod model;
 pub mod replay;
+pub mod resume;
 pub mod write;
 
 use crate::error::CmdError;
@@ -27,33 +28,67 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// `rocsweep run SEQ.toml`: the sequence in every env combination, then what each first
-/// failing step needs, then results.csv, summary.md and minimal.toml.
+/// `rocsweep run SEQ.toml`: a new run directory holding the sequence and how it was started,
+/// then [`go`].
 pub fn run(s: &Setup, seq: &Sequence, interrupts: Arc<AtomicUsize>) -> Result<RunReport, CmdError> {
-    if s.resuming() || s.opts.resume.is_some() {
-        return Err(CmdError::BadInput(
-            "--resume of a sequence run is not built yet; run the sequence again".into(),
-        ));
-    }
     let mut staging = Staging::create(&s.dir).map_err(CmdError::from)?;
     let work = staging.path.clone();
+    let fail = |e: std::io::Error| CmdError::Failure(format!("{}: {e}", work.display()));
     let text = seq
         .sweep
         .masked_text
         .as_deref()
         .unwrap_or(&seq.sweep.source.text);
-    crate::results::atomic::write(&work.join("sequence.toml"), text)
-        .map_err(|e| CmdError::Failure(format!("{}: {e}", work.display())))?;
-    std::fs::create_dir_all(work.join("workers"))
-        .map_err(|e| CmdError::Failure(format!("{}: {e}", work.display())))?;
+    crate::results::atomic::write(&work.join("sequence.toml"), text).map_err(fail)?;
+    let record = serde_json::to_string_pretty(&resume::RunRecord::of(&s.opts))
+        .map_err(|e| CmdError::Failure(e.to_string()))?;
+    crate::results::atomic::write(&work.join(resume::FILE), record).map_err(fail)?;
+    std::fs::create_dir_all(work.join("workers")).map_err(fail)?;
     staging
         .publish()
         .map_err(|e| CmdError::Failure(format!("{}: {e}", s.dir.display())))?;
+    go(s, seq, interrupts, None, None)
+}
+
+/// `rocsweep run --resume DIR` of a sequence run: the run's own options and copy of the file,
+/// and what its journal says finished.
+pub fn resume(
+    now: &crate::exec::plan::options::RunOptions,
+    dir: &Path,
+    interrupts: Arc<AtomicUsize>,
+) -> Result<RunReport, CmdError> {
+    let record = resume::read(dir)?;
+    let s = Setup::new(record.options(dir, now))?;
+    let Some(seq) = s.sequence.clone() else {
+        return Err(CmdError::BadInput(format!(
+            "cannot resume {}: its sequence.toml is not a sequence",
+            dir.display()
+        )));
+    };
+    let state = crate::exec::record::journal::read(dir).map_err(|e| {
+        CmdError::BadInput(format!("cannot resume {}: journal: {e}", dir.display()))
+    })?;
+    go(&s, &seq, interrupts, Some(&state), record.python)
+}
+
+/// Replays the sequence in every env combination (after the steps `done` holds, when
+/// resuming), looks into each first failing step, and writes the run's files as it goes.
+fn go(
+    s: &Setup,
+    seq: &Sequence,
+    interrupts: Arc<AtomicUsize>,
+    done: Option<&crate::exec::record::journal::State>,
+    python: Option<String>,
+) -> Result<RunReport, CmdError> {
     let dir = s.dir.clone();
     let mut journal = Journal::open(&dir)
         .map_err(|e| CmdError::Failure(format!("{}: journal: {e}", dir.display())))?;
     let mut spec = s.worker_spec()?;
     spec.cache_root = Some(dir.join("caches"));
+    let python_var = crate::backend::torch::PYTHON_VAR;
+    if let Some(p) = python.filter(|_| std::env::var(python_var).is_err()) {
+        spec.extra_env.push((python_var.to_string(), p));
+    }
     let policies = Policies {
         timing: crate::spec::policy::TimingPolicy {
             trials: 1,
@@ -62,6 +97,8 @@ pub fn run(s: &Setup, seq: &Sequence, interrupts: Arc<AtomicUsize>) -> Result<Ru
         ..s.policies()
     };
     let order = seq.order();
+    // A resume's worker logs go beside the earlier session's, never over them.
+    let earlier_logs = std::fs::read_dir(dir.join("workers")).map_or(0, |d| d.count());
     let mut results = Vec::new();
     for (ci, combo) in s.combos.iter().enumerate() {
         let env = Env::of(ci, 1, combo);
@@ -75,9 +112,12 @@ pub fn run(s: &Setup, seq: &Sequence, interrupts: Arc<AtomicUsize>) -> Result<Ru
             backend: backend.clone(),
             env_key: combo.context_key(),
             device: String::new(),
-            replays: 0,
+            replays: earlier_logs,
         };
-        let steps = rig.replay(env, &order);
+        let (mut steps, picked_up) = kept(ci, &order, done);
+        if steps.len() < order.len() {
+            steps.extend(rig.replay(env, &order[steps.len()..]));
+        }
         rig.journal = None;
         let finding = if interrupts.load(Ordering::SeqCst) > 0 {
             None
@@ -91,6 +131,7 @@ pub fn run(s: &Setup, seq: &Sequence, interrupts: Arc<AtomicUsize>) -> Result<Ru
             backend,
             steps,
             finding,
+            picked_up,
         });
         write::all(&dir, seq, &order, &results, &policies)?;
         if interrupts.load(Ordering::SeqCst) > 0 {
@@ -111,6 +152,33 @@ pub fn run(s: &Setup, seq: &Sequence, interrupts: Arc<AtomicUsize>) -> Result<Ru
         stopped: (interrupts.load(Ordering::SeqCst) > 0).then_some(Stop::Interrupted),
         disagreements: 0,
     })
+}
+
+/// The steps of env combination `ci` a resumed run finished already, from the start of the run
+/// order up to the first one it did not, and where the replay picks up (None when nothing was
+/// kept or nothing is left).
+fn kept(
+    ci: usize,
+    order: &[(crate::spec::sequence::At, &crate::spec::sequence::Step)],
+    done: Option<&crate::exec::record::journal::State>,
+) -> (Vec<model::StepResult>, Option<usize>) {
+    let Some(done) = done else {
+        return (Vec::new(), None);
+    };
+    let mut out = Vec::new();
+    for (at, step) in order {
+        let unit_id = replay::unit_id(ci, at, step);
+        match done.steps.get(&unit_id) {
+            Some(outcome) => out.push(model::StepResult {
+                at: *at,
+                unit_id,
+                outcome: outcome.clone(),
+            }),
+            None => break,
+        }
+    }
+    let picked = (!out.is_empty() && out.len() < order.len()).then_some(out.len());
+    (out, picked)
 }
 
 fn say_done(dir: &Path, results: &[ComboResult]) {

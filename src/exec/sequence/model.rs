@@ -33,6 +33,9 @@ pub struct ComboResult {
     pub backend: String,
     pub steps: Vec<StepResult>,
     pub finding: Option<Finding>,
+    /// Where a resumed run's replay picked up (the index in the run order of the first step
+    /// run in its fresh process), when it kept earlier steps.
+    pub picked_up: Option<usize>,
 }
 
 /// The steps a failure needs before it, as found.

@@ -69,9 +69,13 @@ impl Rig<'_> {
             if let Some(info) = &sup.info {
                 self.device = info.devices.join(",");
             }
-            if let Some(j) = self.journal.as_deref_mut() {
+            // A step Ctrl-C kept from running (or stopped) is not a result: a resume runs it.
+            if let Some(j) = self.journal.as_deref_mut()
+                && r.outcome.status != Status::Interrupted
+            {
                 let row =
                     super::write::row(&r, step, &self.backend, &self.device, &self.env_key, None);
+                let _ = j.step(&r.unit_id, &r.outcome);
                 let _ = j.finished(&r.unit_id, r.outcome.status, &row);
             }
             out.push(r);

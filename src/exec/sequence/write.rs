@@ -207,6 +207,13 @@ pub fn summary(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) -
             &c.env
         };
         let _ = writeln!(s, "## {} {env}\n", c.backend);
+        if let Some(k) = c.picked_up {
+            let _ = writeln!(
+                s,
+                "Resumed: run order 1-{k} finished in an earlier worker process; the replay picked up at run order {} in a fresh one, so the steps from there on did not have the earlier ones in their process.\n",
+                k + 1
+            );
+        }
         if let Some(f) = &c.finding {
             let r = &c.steps[f.index];
             let (at, step) = order[f.index];
