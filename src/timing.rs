@@ -245,6 +245,7 @@ mod tests {
             flush_mib: 0,
             rotating_mib: 0,
             trials: 1,
+            processes: 0,
             enabled: true,
         }
     }

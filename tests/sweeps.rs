@@ -19,15 +19,67 @@ fn every_ready_sweep_loads() {
     let all = sweeps();
     assert!(all.len() >= 6);
     for p in all {
-        if let Err(e) = rocsweep::spec::load(&p, &[]) {
+        let text = std::fs::read_to_string(&p).unwrap();
+        let loaded = if rocsweep::spec::sequence::is_sequence(&text) {
+            rocsweep::spec::sequence::load_str(&p.display().to_string(), &text, &[]).map(|_| ())
+        } else {
+            rocsweep::spec::load(&p, &[]).map(|_| ())
+        };
+        if let Err(e) = loaded {
             panic!("{}", e.render());
         }
     }
 }
 
+/// sweeps/ holds sequences too (`[[step]]`): each CPU one runs, every step ok.
+#[test]
+fn every_cpu_sequence_runs_and_verifies() {
+    let mut ran = 0;
+    for p in sweeps() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        if !rocsweep::spec::sequence::is_sequence(&text) {
+            continue;
+        }
+        let seq = rocsweep::spec::sequence::load_str("s", &text, &[]).unwrap();
+        if seq.sweep.backend != "cpu" {
+            continue;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("run");
+        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+            .args(["run"])
+            .arg(&p)
+            .arg("--out")
+            .arg(&out)
+            .args(["--quiet", "--fail-on-failure"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+        let st = header.iter().position(|h| h == "status").unwrap();
+        assert_eq!(rows.len(), seq.order().len());
+        assert!(
+            rows.iter().all(|r| r[st] == "ok"),
+            "{}: {rows:?}",
+            p.display()
+        );
+        ran += 1;
+    }
+    assert!(ran >= 1, "no CPU sequence in sweeps/");
+}
+
 #[test]
 fn every_cpu_sweep_runs_and_verifies() {
     for p in sweeps() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        if rocsweep::spec::sequence::is_sequence(&text) {
+            continue; // every_cpu_sequence_runs_and_verifies
+        }
         let sweep = rocsweep::spec::load(&p, &[]).unwrap();
         if sweep.backend != "cpu" || sweep.name == "quickstart" {
             continue; // quickstart has its own end-to-end test

@@ -413,6 +413,8 @@ mod tests {
             gbps: None,
             workspace_bytes: None,
             chosen: Default::default(),
+            stable: Default::default(),
+            unstable: Default::default(),
             flops: None,
             bytes: None,
             params: crate::results::rundata::Params::from_pairs([

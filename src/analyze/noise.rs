@@ -50,6 +50,9 @@ pub enum Verdict {
     Slower,
     Same,
     Ambiguous,
+    /// A side's processes disagreed (`run --processes`: the `stable` column says `no`): its
+    /// time is not one thing to compare, whatever the change.
+    Unstable,
 }
 
 impl Verdict {
@@ -66,6 +69,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Same => "same",
             Verdict::Ambiguous => "ambiguous",
+            Verdict::Unstable => "unstable",
         }
     }
 }
@@ -77,6 +81,8 @@ pub struct Timing {
     /// ln(max / min) of the trials' medians, with at least two trials.
     pub spread: Option<f64>,
     pub trials: usize,
+    /// Its processes disagreed (`stable` = `no`, `run --processes`).
+    pub unstable: bool,
 }
 
 impl Timing {
@@ -90,6 +96,7 @@ impl Timing {
             median_ms: m,
             spread: spread(&row.trial_ms),
             trials: row.trial_ms.len(),
+            unstable: row.stable.as_str() == "no",
         })
     }
 }
@@ -133,7 +140,9 @@ pub fn noise(a: Timing, b: Timing, floor: f64) -> Option<f64> {
 /// [`MIN_CHANGE`]); false when a side's noise is unknown.
 pub fn far(a: Timing, b: Timing, floor: f64) -> bool {
     let change = (a.median_ms / b.median_ms).ln().abs();
-    change >= (1.0 + MIN_CHANGE).ln() && noise(a, b, floor).is_some_and(|n| change > FAR_FACTOR * n)
+    !(a.unstable || b.unstable)
+        && change >= (1.0 + MIN_CHANGE).ln()
+        && noise(a, b, floor).is_some_and(|n| change > FAR_FACTOR * n)
 }
 
 /// B's throughput over A's (`time A / time B`: above 1 is faster) and the verdict.
@@ -142,6 +151,7 @@ pub fn verdict(a: Timing, b: Timing, floor: f64) -> (f64, Verdict) {
     let change = r.ln().abs();
     let small = change < (1.0 + MIN_CHANGE).ln();
     let v = match noise(a, b, floor) {
+        _ if a.unstable || b.unstable => Verdict::Unstable,
         _ if small => Verdict::Same,
         Some(n) if change > NOISE_FACTOR * n => {
             if r > 1.0 {
@@ -166,6 +176,7 @@ mod tests {
             median_ms: v[(v.len() - 1) / 2],
             spread: spread(trials),
             trials: trials.len(),
+            unstable: false,
         }
     }
 
@@ -197,6 +208,19 @@ mod tests {
         let one = t(&[2.0]);
         assert_eq!(verdict(one, fast, 0.0).1, Verdict::Ambiguous);
         assert_eq!(verdict(t(&[1.0]), t(&[1.01]), 0.0).1, Verdict::Same);
+    }
+
+    #[test]
+    fn an_unstable_side_is_never_faster_slower_or_far() {
+        let (a, b) = (t(&[1.0, 1.0, 1.001]), t(&[2.0, 2.0, 2.001]));
+        assert_eq!(verdict(a, b, 0.0).1, Verdict::Slower);
+        let flagged = Timing {
+            unstable: true,
+            ..b
+        };
+        assert_eq!(verdict(a, flagged, 0.0).1, Verdict::Unstable);
+        assert_eq!(verdict(flagged, a, 0.0).1, Verdict::Unstable);
+        assert!(!far(a, flagged, 0.0));
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub fn verdict_color(v: Verdict) -> RGBColor {
         Verdict::Faster => RGBColor(0x15, 0x65, 0xc0),
         Verdict::Slower => RGBColor(0xc6, 0x28, 0x28),
         Verdict::Same => RGBColor(0x9e, 0x9e, 0x9e),
-        Verdict::Ambiguous => RGBColor(0xff, 0xcc, 0x80),
+        Verdict::Ambiguous | Verdict::Unstable => RGBColor(0xff, 0xcc, 0x80),
     }
 }
 

@@ -155,6 +155,14 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
             MAX_TABLE_ROWS,
         );
     }
+    if let Some(t) = table::unstable(f, MAX_TABLE_ROWS) {
+        let _ = writeln!(
+            h,
+            "<h2>Unstable between processes</h2>\n<p class=\"note\">{}</p>",
+            escape(table::UNSTABLE_NOTE)
+        );
+        table(&mut h, &t, MAX_TABLE_ROWS);
+    }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(
             h,

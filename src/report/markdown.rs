@@ -58,6 +58,14 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
             MAX_TABLE_ROWS,
         ));
     }
+    if let Some(t) = table::unstable(f, MAX_TABLE_ROWS) {
+        let _ = writeln!(
+            s,
+            "\n## Unstable between processes\n\n{}\n",
+            table::UNSTABLE_NOTE
+        );
+        s.push_str(&table(&t, MAX_TABLE_ROWS));
+    }
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(s, "\n## Inferred\n\n{note}");
     }

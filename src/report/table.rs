@@ -57,6 +57,43 @@ pub fn units(f: &Facts, rows: &[&Row], limit: usize) -> Table {
     t
 }
 
+/// `run --processes`: the units whose processes disagreed (status, output bits or the library's
+/// choice), with what differed; None when the run has none (or was not run with it).
+pub fn unstable(f: &Facts, limit: usize) -> Option<Table> {
+    let rows: Vec<&Row> = f
+        .rows()
+        .iter()
+        .filter(|r| r.stable.as_str() == "no")
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut t = Table::new(&[
+        ("solver", false),
+        ("env", false),
+        ("case", false),
+        ("what differed between processes", false),
+        ("unit", false),
+    ]);
+    t.left_out = rows.len().saturating_sub(limit);
+    for r in rows.iter().take(limit) {
+        t.push(vec![
+            Cell::Text(r.solver.to_string()),
+            Cell::Text(f.env_label(&r.env).to_string()),
+            Cell::Titled {
+                text: f.case_label(r),
+                title: format!("case {} · {}", r.case_id, r.params_text()),
+            },
+            Cell::Error(r.unstable.to_string()),
+            Cell::Code(r.unit_id.to_string()),
+        ]);
+    }
+    Some(t)
+}
+
+/// What the unstable section says above its table.
+pub const UNSTABLE_NOTE: &str = "Each unit ran in several fresh worker processes (`run --processes`); these gave different statuses, output bits or library choices. compare and recommend call them unstable, never faster or slower.";
+
 /// Scripts listed under the which-layer table at most (the table itself goes on).
 const MAX_LAYER_SCRIPTS: usize = 20;
 

@@ -50,6 +50,8 @@ pub const FIXED_COLUMNS: &[&str] = &[
     "gbps",
     "workspace_bytes",
     "chosen",
+    "stable",
+    "unstable",
     "flops",
     "bytes",
     "wall_ms",
@@ -74,6 +76,8 @@ pub const OPTIONAL_COLUMNS: &[&str] = &[
     "chosen",
     "timing_method",
     "cache",
+    "stable",
+    "unstable",
 ];
 
 /// The fixed columns a results.csv with this header has: all of them, minus optional columns it

@@ -43,6 +43,9 @@ pub struct Row {
     pub workspace_bytes: Option<u64>,
     /// What the library chose (`chosen`), where it says.
     pub chosen: Text,
+    /// `--processes`: `yes`, `no` (its processes disagreed: `unstable` says how) or empty.
+    pub stable: Text,
+    pub unstable: Text,
     pub flops: Option<f64>,
     pub bytes: Option<f64>,
     /// The op's parameters, in CSV column order: (name, value as written).
@@ -358,6 +361,8 @@ impl Record<'_> {
             gbps: num("gbps")?,
             workspace_bytes: num("workspace_bytes")?.map(|v| v as u64),
             chosen: text("chosen"),
+            stable: text("stable"),
+            unstable: text("unstable"),
             flops: num("flops")?,
             bytes: num("bytes")?,
             params,

@@ -88,12 +88,21 @@ pub struct TimingPolicy {
     /// trials existed read as 1.
     #[serde(default = "one")]
     pub trials: u32,
+    /// `run --processes N` / `[timing] processes = N` (issue 43): each unit runs in N fresh
+    /// worker processes (at least N trials), and a unit whose status, output bits or library
+    /// choice differ between them is flagged (the `stable` column); 0: not asked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub processes: u32,
     /// Skip timing altogether (verification only).
     pub enabled: bool,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Trials per unit unless the sweep or `--trials` says otherwise.
@@ -121,6 +130,7 @@ impl Default for TimingPolicy {
             flush_mib: 0,
             rotating_mib: 0,
             trials: DEFAULT_TRIALS,
+            processes: 0,
             enabled: true,
         }
     }

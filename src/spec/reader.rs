@@ -368,6 +368,7 @@ impl Cx<'_> {
             "flush_mib",
             "rotating_mib",
             "trials",
+            "processes",
         ];
         self.deny_unknown(table, &keys, "[timing]")?;
         for (key, v) in table.iter() {
@@ -390,6 +391,9 @@ impl Cx<'_> {
                 "flush_mib" => p.flush_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
                 "rotating_mib" => p.rotating_mib = self.count_at_most(v, k, 0, MAX_BUFFER_MIB)?,
                 "trials" => p.trials = self.count_at_most(v, k, 1, super::policy::MAX_TRIALS)?,
+                "processes" => {
+                    p.processes = self.count_at_most(v, k, 2, super::policy::MAX_TRIALS)?
+                }
                 "cache" => p.flush_cache = self.cache_state(v)?,
                 _ => p.flush_cache = self.boolean(v, k)?,
             }

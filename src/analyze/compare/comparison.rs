@@ -321,6 +321,9 @@ impl Tally {
         }
         if let Some((r, v)) = u.ratio {
             *self.verdicts.entry(v).or_default() += 1;
+            if v == Verdict::Unstable {
+                return;
+            }
             self.log_sum += u.weight * r.ln();
             self.weight_sum += u.weight;
             self.timed += 1;
@@ -461,6 +464,13 @@ impl Comparison {
             t.count(Verdict::Same),
             t.count(Verdict::Ambiguous),
         );
+        let unstable = t.count(Verdict::Unstable);
+        if unstable > 0 {
+            let _ = write!(
+                s,
+                "; {unstable} unstable (their processes disagreed: neither faster nor slower)"
+            );
+        }
         if let Some(g) = t.geomean() {
             let how = if self.weighted {
                 " (weighted by calls)"
@@ -495,6 +505,7 @@ mod tests {
             median_ms: trials[trials.len() / 2],
             spread: noise::spread(trials),
             trials: trials.len(),
+            unstable: false,
         }
     }
 

@@ -223,6 +223,13 @@ fn throughput(s: &mut String, c: &Comparison, plot: Option<&str>) {
     for v in Verdict::ALL {
         verdicts.push(vec![Cell::text(v.name()), Cell::num(t.count(v))]);
     }
+    // Only runs with `--processes` can have these: other runs' tables stay as they were.
+    if t.count(Verdict::Unstable) > 0 {
+        verdicts.push(vec![
+            Cell::text(Verdict::Unstable.name()),
+            Cell::num(t.count(Verdict::Unstable)),
+        ]);
+    }
     s.push_str(&table(&verdicts, MD_ROWS));
     if let Some(why) = c.slower_within_chance() {
         let _ = writeln!(s, "\n{why}.");

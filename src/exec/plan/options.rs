@@ -50,6 +50,11 @@ pub struct RunOptions {
     #[arg(long, value_name = "N", conflicts_with = "resume",
           value_parser = clap::value_parser!(u32).range(1..=crate::spec::policy::MAX_TRIALS as i64))]
     pub trials: Option<u32>,
+    /// Run each unit in N fresh worker processes (at least N trials) and flag a unit whose
+    /// status, output bits or library choice differ between them (the `stable` column).
+    #[arg(long, value_name = "N", conflicts_with = "resume",
+          value_parser = clap::value_parser!(u32).range(2..=crate::spec::policy::MAX_TRIALS as i64))]
+    pub processes: Option<u32>,
     /// Exit with code 3 when any unit failed (mismatch, zeros, nonfinite, hang, crash, error).
     #[arg(long)]
     pub fail_on_failure: bool,

@@ -47,6 +47,8 @@ pub struct Setup {
     pub product: u128,
     pub strategy: Option<Plan>,
     pub trials: u32,
+    /// `--processes N` (or the sweep's, or the resumed run's): 0 when not asked.
+    pub processes: u32,
 }
 
 impl Setup {
@@ -90,7 +92,17 @@ impl Setup {
         );
         let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
         let strategy = strategy_plan::resolve(&opts, &sweep)?;
-        let trials = trials_for(&opts, &sweep, old.as_ref(), strategy.is_some())?;
+        let processes = match old.as_ref() {
+            Some(m) => m.policies.timing.processes,
+            None => opts.processes.unwrap_or(sweep.timing.processes),
+        };
+        if processes > 0 && strategy.is_some() {
+            return Err(CmdError::BadInput(format!(
+                "--processes {processes} with --strategy {}: a boundary search runs each unit once; drop one of them",
+                opts.strategy.name()
+            )));
+        }
+        let trials = trials_for(&opts, &sweep, old.as_ref(), strategy.is_some())?.max(processes);
         Ok(Setup {
             opts,
             sweep,
@@ -106,6 +118,7 @@ impl Setup {
             product,
             strategy,
             trials,
+            processes,
         })
     }
 
@@ -175,6 +188,7 @@ impl Setup {
             limits: self.sweep.limits.clone(),
             timing: crate::spec::policy::TimingPolicy {
                 trials: self.trials,
+                processes: self.processes,
                 ..self.sweep.timing.clone()
             },
             verify: self.sweep.verify.clone(),

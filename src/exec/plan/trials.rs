@@ -61,6 +61,67 @@ pub fn combine(
     row
 }
 
+/// Whether the processes a unit ran in (its trials, in trial order) agree, and if not, what
+/// differed: the status, the output's bits (where it was read back) or the library's choice.
+/// `--processes` (issue 43): a library that picks per process (hipBLASLt's solution), or a
+/// replay that corrupts its output in some processes, shows here and nowhere else.
+pub fn stability(trials: &[&Outcome]) -> (bool, String) {
+    let mut why = Vec::new();
+    let n = trials.len();
+    let spread = |what: &str, values: Vec<&str>| -> Option<String> {
+        let mut seen: Vec<(&str, usize)> = Vec::new();
+        for v in values {
+            match seen.iter_mut().find(|(x, _)| *x == v) {
+                Some((_, c)) => *c += 1,
+                None => seen.push((v, 1)),
+            }
+        }
+        (seen.len() > 1).then(|| {
+            let parts: Vec<String> = seen
+                .iter()
+                .map(|(v, c)| format!("`{}` in {c} of {n}", if v.is_empty() { "-" } else { v }))
+                .collect();
+            format!("{what} {}", parts.join(", "))
+        })
+    };
+    why.extend(spread(
+        "status",
+        trials.iter().map(|o| o.status.name()).collect(),
+    ));
+    if trials.iter().all(|o| !o.output_digest.is_empty()) {
+        let distinct = spread(
+            "",
+            trials.iter().map(|o| o.output_digest.as_str()).collect(),
+        );
+        if distinct.is_some() {
+            let outputs: std::collections::BTreeSet<&str> =
+                trials.iter().map(|o| o.output_digest.as_str()).collect();
+            why.push(format!(
+                "output bits differ: {} distinct outputs in {n} processes",
+                outputs.len()
+            ));
+        }
+    }
+    if let Some(c) = spread("chose", trials.iter().map(|o| o.chosen.as_str()).collect()) {
+        // How far apart the choices' times are, where each was timed.
+        let times: Vec<f64> = trials
+            .iter()
+            .filter_map(|o| o.stats.as_ref().map(|s| s.median))
+            .collect();
+        let slow = match (
+            times.iter().copied().reduce(f64::min),
+            times.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) if lo > 0.0 && times.len() == n => {
+                format!("; the slowest process {:.2}x the fastest", hi / lo)
+            }
+            _ => String::new(),
+        };
+        why.push(format!("{c}{slow}"));
+    }
+    (why.is_empty(), why.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,6 +97,8 @@ pub fn record(key: &UnitKey, out: &Outcome) -> Vec<String> {
         rate(bytes, 1e9),
         out.workspace_bytes.to_string(),
         one_line(&out.chosen),
+        out.stable.clone(),
+        one_line(&out.unstable),
         format!("{flops:.0}"),
         format!("{bytes:.0}"),
         format!("{:.3}", out.wall_s * 1e3),

@@ -191,6 +191,12 @@ impl WorkerHandle {
         }
         let combo = serde_json::to_string(env.vars).map_err(std::io::Error::other)?;
         cmd.env(crate::exec::worker::serve::ENV_COMBO, combo);
+        // Which trial (process) of the unit this worker runs: informational, and what a test
+        // fault names to act in one process only (`env.ROCSWEEP_TRIAL=2`).
+        cmd.env(
+            crate::exec::worker::protocol::TRIAL_VAR,
+            env.trial.to_string(),
+        );
         let mut child = spawn_retrying_busy(&mut cmd)?;
         let stdout = child
             .stdout

@@ -16,7 +16,8 @@
 //! `gpuhang` (a kernel that never ends, on GPU backends), `segv`, `abort`, `exit`, or `zeros` /
 //! `nan` (the unit's output, once read back from the backend, is replaced by all zeros / all
 //! NaN before it is verified, so the row says what the verifier says: `zeros`, `nonfinite` or
-//! `mismatch`; these two act only with PHASE `verify`); PHASE is enumerate, alloc, compile, run
+//! `mismatch`), or `jitter` (the lowest bit of the output's first element flips: bits that
+//! differ, a verdict that does not); these three act only with PHASE `verify`; PHASE is enumerate, alloc, compile, run
 //! or verify. The first rule that matches wins. The unit's match target is its canonical text
 //! with `;solver=NAME;backend=NAME;prior_OP=N...` appended (an enumeration's: the problem's parameters with
 //! `;backend=NAME`).
@@ -38,12 +39,15 @@ pub enum Action {
     Zeros,
     /// The output, read back, becomes all NaN (applied by the worker before verification).
     Nan,
+    /// The lowest bit of the output's first element flips: different bits that verification
+    /// still accepts (what `--processes` must catch between processes).
+    Jitter,
 }
 
 impl Action {
     /// Whether the action corrupts the output instead of ending the worker.
     pub fn corrupts_output(&self) -> bool {
-        matches!(self, Action::Zeros | Action::Nan)
+        matches!(self, Action::Zeros | Action::Nan | Action::Jitter)
     }
 }
 
@@ -65,6 +69,7 @@ impl Action {
             Action::Exit => "exit",
             Action::Zeros => "zeros",
             Action::Nan => "nan",
+            Action::Jitter => "jitter",
         }
     }
 }
@@ -96,6 +101,7 @@ impl Faults {
                     "exit" => Action::Exit,
                     "zeros" => Action::Zeros,
                     "nan" => Action::Nan,
+                    "jitter" => Action::Jitter,
                     _ => return None,
                 };
                 Some(Rule {
@@ -170,6 +176,21 @@ pub fn corrupt(action: &Action, output: &mut crate::tensor::HostData) {
         (Action::Nan, HostData::F32(v)) => v.fill(f32::NAN),
         (Action::Nan, HostData::F16(v)) => v.fill(f16::NAN),
         (Action::Nan, HostData::Bf16(v)) => v.fill(bf16::NAN),
+        (Action::Jitter, HostData::F32(v)) => {
+            if let Some(x) = v.first_mut() {
+                *x = f32::from_bits(x.to_bits() ^ 1);
+            }
+        }
+        (Action::Jitter, HostData::F16(v)) => {
+            if let Some(x) = v.first_mut() {
+                *x = f16::from_bits(x.to_bits() ^ 1);
+            }
+        }
+        (Action::Jitter, HostData::Bf16(v)) => {
+            if let Some(x) = v.first_mut() {
+                *x = bf16::from_bits(x.to_bits() ^ 1);
+            }
+        }
         _ => {}
     }
 }
@@ -178,7 +199,7 @@ pub fn corrupt(action: &Action, output: &mut crate::tensor::HostData) {
 /// output-corrupting actions do nothing here (see [`corrupt`]).
 pub fn trigger(action: Action) {
     match action {
-        Action::Zeros | Action::Nan => {}
+        Action::Zeros | Action::Nan | Action::Jitter => {}
         Action::Hang | Action::GpuHang => {
             let mut x: u64 = 0;
             loop {

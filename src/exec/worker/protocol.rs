@@ -66,3 +66,6 @@ pub fn encode<T: Serialize>(msg: &T) -> String {
 /// Set in every worker of a slot: the slot's device index (informational; the CPU backend has
 /// no devices to pick, so there it is the only variable set).
 pub const INDEX_VAR: &str = "ROCSWEEP_DEVICE_INDEX";
+
+/// Set in every worker: the trial (1-based) whose units it runs (`--trials`, `--processes`).
+pub const TRIAL_VAR: &str = "ROCSWEEP_TRIAL";

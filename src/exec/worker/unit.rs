@@ -63,6 +63,17 @@ pub struct Outcome {
     /// Each timed trial's median (seconds), in trial order: the run-to-run spread.
     #[serde(default)]
     pub trial_medians: Vec<f64>,
+    /// A hash of the output's bits as read back (empty where it was not read): what
+    /// `--processes` compares between processes.
+    #[serde(default)]
+    pub output_digest: String,
+    /// With `--processes`: `yes` when every process gave the same status, output bits and
+    /// library choice, `no` otherwise (the `stable` column); empty without.
+    #[serde(default)]
+    pub stable: String,
+    /// What differed between the processes, when `stable` is `no`.
+    #[serde(default)]
+    pub unstable: String,
 }
 
 impl Outcome {
@@ -86,6 +97,9 @@ impl Outcome {
             wall_s: 0.0,
             trials: 0,
             trial_medians: Vec::new(),
+            output_digest: String::new(),
+            stable: String::new(),
+            unstable: String::new(),
         }
     }
 }
@@ -248,6 +262,9 @@ fn prepared_outcome(prepared: &dyn Prepared, first_call_s: f64) -> Outcome {
         wall_s: 0.0,
         trials: 0,
         trial_medians: Vec::new(),
+        output_digest: String::new(),
+        stable: String::new(),
+        unstable: String::new(),
     }
 }
 
@@ -268,6 +285,7 @@ fn verify_output(
         Err(e) => return Err(classify(e, "verify")),
     };
     phases.before_verify(&mut output);
+    outcome.output_digest = crate::op::short_hash(&output.as_bytes());
     let check = case
         .problem
         .check(vp.tolerance_scale * prepared.tolerance_factor());
