@@ -25,6 +25,9 @@ const OPS: &[&str] = &[
 /// One recognised event: its index in traceEvents, a one-line description, what it yields.
 pub struct Event {
     pub index: usize,
+    /// When the op started (µs): the trace's threads write their events apart (a backward
+    /// pass runs on autograd's thread), so call order is start order, not file order.
+    pub ts: f64,
     pub text: String,
     pub found: Found,
 }
@@ -37,8 +40,8 @@ pub fn is_trace(text: &str) -> bool {
     text.trim_start().starts_with('{') && text.contains("\"traceEvents\"")
 }
 
-/// The recognised op events of a trace, in trace order, each with the device time of the
-/// kernels its launches started.
+/// The recognised op events of a trace, in the order they started (the calls' order), each
+/// with the device time of the kernels its launches started.
 pub fn events(text: &str) -> Result<Vec<Event>, String> {
     let v: J = serde_json::from_str(text).map_err(|e| format!("not valid trace JSON: {e}"))?;
     let all = v["traceEvents"]
@@ -69,12 +72,13 @@ pub fn events(text: &str) -> Result<Vec<Event>, String> {
         for parsed in read(name, args, &kernels) {
             out.push(Event {
                 index: *index,
+                ts,
                 text: text.clone(),
                 found: Found::new(FORMAT, parsed),
             });
         }
     }
-    out.sort_by_key(|e| e.index);
+    out.sort_by(|a, b| a.ts.total_cmp(&b.ts).then(a.index.cmp(&b.index)));
     Ok(out)
 }
 
@@ -362,4 +366,37 @@ fn gemm(name: &str, args: &J, ms: Option<f64>) -> Result<Parsed, Why> {
     }
     .problem(1.0, ms);
     Ok(Parsed::Problem(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `aten::mm` of (m x 8) by (8 x 4) on a thread, started at `ts`.
+    fn mm(m: i64, tid: u32, ts: f64) -> String {
+        format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": {tid}, "ts": {ts}, "dur": 5,
+               "args": {{"Input Dims": [[{m}, 8], [8, 4]], "Input type": ["float", "float"]}}}}"#
+        )
+    }
+
+    #[test]
+    fn calls_come_in_the_order_they_started_not_the_order_of_the_file() {
+        // Autograd's thread (tid 2) is written first, but its call started last.
+        let text = format!(
+            r#"{{"traceEvents": [{}, {}, {}]}}"#,
+            mm(30, 2, 300.0),
+            mm(10, 1, 100.0),
+            mm(20, 1, 200.0)
+        );
+        let ms: Vec<String> = events(&text)
+            .unwrap()
+            .iter()
+            .map(|e| match &e.found.parsed {
+                Parsed::Problem(p) => p.params[0].1.to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ms, ["10", "20", "30"]);
+    }
 }
