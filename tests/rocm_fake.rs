@@ -803,3 +803,71 @@ fn rocm_units_carry_device_and_per_call_times_also_with_cold_samples() {
     }
     assert!(r.rows.iter().any(|row| row[st] == "ok"));
 }
+
+/// Issue 43 on the fake ROCm: a convolution that returns zeros only once a GEMM ran before it in
+/// the same process (the model's `prior_gemm` condition, TheRock#5581's shape) is found in a
+/// sequence, passes alone, and is shrunk to the GEMM it needs.
+#[test]
+fn a_sequence_on_the_fake_finds_a_conv_that_fails_only_after_a_gemm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let libs = lib_dir(tmp.path(), 6, &[]);
+    let mut text = std::fs::read_to_string(model("healthy.toml")).unwrap();
+    text.push_str(
+        "\n[[fault]]\nlib = \"miopen\"\naction = \"zeros\"\nphase = \"run\"\nwhen = { c_in = \"32\", prior_gemm = \">=1\" }\n",
+    );
+    let m = tmp.path().join("after-gemm.toml");
+    std::fs::write(&m, text).unwrap();
+    let seq = tmp.path().join("seq.toml");
+    std::fs::write(
+        &seq,
+        r#"name = "fake-seq"
+backend = "rocm"
+
+[timing]
+warmup = 1
+min_samples = 2
+max_time = 0.02
+
+[[step]]
+op = "conv2d"
+c_in = 16
+h = 8
+
+[[step]]
+op = "gemm"
+m = 64
+
+[[step]]
+op = "conv2d"
+c_in = 32
+h = 8
+"#,
+    )
+    .unwrap();
+    let dir = tmp.path().join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("run")
+        .arg(&seq)
+        .arg("--out")
+        .arg(&dir)
+        .arg("--rocm-lib-dir")
+        .arg(&libs)
+        .env("FAKE_ROCM_MODEL", &m)
+        .env_remove("ROCM_PATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("step at run order 3 returns zeros only after run order 2 ran in the same process; it passes alone"),
+        "{stdout}"
+    );
+    let minimal = std::fs::read_to_string(dir.join("minimal.toml")).unwrap();
+    assert_eq!(minimal.matches("[[step]]").count(), 2, "{minimal}");
+    assert!(minimal.contains("op = \"gemm\"") && minimal.contains("backend = \"rocm\""));
+}

@@ -4,7 +4,29 @@
 
 use crate::model::{self, RawRule};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// `when` keys every lib has: how many convolutions (MIOpen) and GEMMs (hipBLASLt, rocBLAS)
+/// this process ran before the call, so a fault can need earlier calls in the same process
+/// (TheRock#5581: a lock-up only after many convolutions).
+pub const PRIOR_KEYS: [&str; 2] = ["prior_conv", "prior_gemm"];
+static PRIOR_CONV: AtomicI64 = AtomicI64::new(0);
+static PRIOR_GEMM: AtomicI64 = AtomicI64::new(0);
+
+/// What a call that went ahead was, for the `prior_*` counts.
+#[derive(Clone, Copy, Debug)]
+pub enum Ran {
+    Conv,
+    Gemm,
+}
+
+/// Counts a call that went ahead (after its own rule was checked: a call does not count itself).
+pub fn ran(what: Ran) {
+    match what {
+        Ran::Conv => PRIOR_CONV.fetch_add(1, Ordering::Relaxed),
+        Ran::Gemm => PRIOR_GEMM.fetch_add(1, Ordering::Relaxed),
+    };
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lib {
@@ -232,10 +254,11 @@ pub fn compile(index: usize, r: RawRule) -> Result<Rule, String> {
     };
     let mut when = Vec::new();
     for (k, v) in &r.when {
-        if !lib.keys().contains(&k.as_str()) {
+        if !lib.keys().contains(&k.as_str()) && !PRIOR_KEYS.contains(&k.as_str()) {
             return Err(format!(
-                "`when` key `{k}` is not one of lib `{lib}`'s keys ({})",
-                lib.keys().join(", ")
+                "`when` key `{k}` is not one of lib `{lib}`'s keys ({}, {})",
+                lib.keys().join(", "),
+                PRIOR_KEYS.join(", ")
             ));
         }
         when.push(Cond::parse(k, v)?);
@@ -297,6 +320,10 @@ pub fn check(
     usable: impl Fn(&Rule) -> bool,
 ) -> Option<Action> {
     let m = model::get().ok()?;
+    let mut keys = keys.to_vec();
+    keys.push(("prior_conv", V::N(PRIOR_CONV.load(Ordering::Relaxed))));
+    keys.push(("prior_gemm", V::N(PRIOR_GEMM.load(Ordering::Relaxed))));
+    let keys = keys.as_slice();
     let r = first_match(&m.rules, lib, phase, keys, usable)?;
     if r.action.is_trap() || !r.announced.swap(true, Ordering::Relaxed) {
         eprintln!(
@@ -349,6 +376,47 @@ mod tests {
 
     fn rules(text: &str) -> Vec<Rule> {
         Model::parse(text).unwrap().rules
+    }
+
+    #[test]
+    fn a_prior_condition_needs_earlier_calls_and_is_a_key_of_every_lib() {
+        let r = rules(
+            r#"
+[[fault]]
+lib = "miopen"
+action = "zeros"
+phase = "run"
+when = { c_in = "64", prior_gemm = ">=1" }
+[[fault]]
+lib = "memcpy"
+action = "error"
+when = { prior_conv = ">2" }
+"#,
+        );
+        let conv = |gemms: i64| {
+            vec![
+                ("c_in", V::N(64)),
+                ("prior_conv", V::N(0)),
+                ("prior_gemm", V::N(gemms)),
+            ]
+        };
+        let hit = |keys: &[(&str, V)]| {
+            first_match(&r, Lib::Miopen, Some(Phase::Run), keys, |_| true).map(|r| r.action)
+        };
+        assert_eq!(hit(&conv(0)), None, "alone in its process");
+        assert_eq!(hit(&conv(1)), Some(Action::Zeros));
+        let copy = |convs: i64| [("prior_conv", V::N(convs)), ("prior_gemm", V::N(0))];
+        let hit = |keys: &[(&str, V)]| {
+            first_match(&r, Lib::Memcpy, None, keys, |_| true).map(|r| r.action)
+        };
+        assert_eq!(hit(&copy(2)), None);
+        assert_eq!(hit(&copy(3)), Some(Action::Error));
+        assert!(
+            Model::parse(
+                "[[fault]]\nlib = \"memcpy\"\naction = \"error\"\nwhen = { prior_x = \"1\" }\n"
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -477,6 +477,7 @@ pub unsafe extern "C" fn hipblasLtMatmul(
             Some(Action::Error) => return INTERNAL_ERROR,
             _ => {}
         }
+        faults::ran(faults::Ran::Gemm);
         if !g.buffers_valid() || !capture::stream_known(stream as usize) {
             return INVALID_VALUE;
         }

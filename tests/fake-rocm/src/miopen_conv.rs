@@ -232,6 +232,7 @@ fn execute(
     if matches!(action, Some(Action::NotSupported | Action::Error)) {
         return fails(action);
     }
+    faults::ran(faults::Ran::Conv);
     if !buffers_valid(&p, b) {
         return BAD_PARM;
     }

@@ -262,6 +262,7 @@ pub unsafe extern "C" fn rocblas_gemm_strided_batched_ex(
             Some(Action::Error) => return INTERNAL_ERROR,
             _ => {}
         }
+        faults::ran(faults::Ran::Gemm);
         if !g.buffers_valid() {
             return INVALID_POINTER;
         }
