@@ -1118,3 +1118,39 @@ fn a_dataloader_that_hangs_is_a_hang_in_run_and_leaves_no_worker_behind() {
         .collect();
     assert!(left.is_empty(), "processes left behind: {left:?}");
 }
+
+/// Issue 43 in the torch layer: a sequence's steps run in one Python process; a conv that returns
+/// zeros only after two GEMMs ran before it (the `prior_gemm` fault, carried out on the output
+/// the Python side returned) is found, passes alone, is shrunk to the two GEMMs, and its
+/// `minimal.py` replays those calls with plain torch.
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn a_sequence_in_the_torch_layer_is_shrunk_and_its_minimal_script_runs() {
+    let Some(py) = python() else { return };
+    let sequence = format!(
+        "name = \"torch-seq\"\nbackend = \"torch\"\n{TIMING}\n\
+         [[step]]\nop = \"gemm\"\nm = 32\n\n[[step]]\nop = \"conv2d\"\nc_in = 8\nh = 8\n\n\
+         [[step]]\nop = \"gemm\"\nm = 48\n\n[[step]]\nop = \"conv2d\"\nc_in = 64\nc_out = 16\nh = 8\n"
+    );
+    let fault = OsStr::new("prior_gemm>=2&c_in=64:zeros@verify");
+    let (o, rows, tmp) = run_sweep(&py, &sequence, &[], &[("ROCSWEEP_TEST_FAULT", fault)]);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("step at run order 4 returns zeros only after run order 1, 3 ran in the same process; it passes alone"),
+        "{out}"
+    );
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[3]["status"], "zeros");
+    assert_eq!(rows[3]["needs"], "1;3");
+    let script = tmp.path().join("run/minimal.py");
+    let text_py = std::fs::read_to_string(&script).unwrap();
+    assert_eq!(text_py.matches("torch.matmul").count(), 2, "{text_py}");
+    let o = Command::new(&py).arg(&script).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && said.trim_end().ends_with("ok"),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -12,6 +12,55 @@ use crate::results::rundata::Params;
 /// from a run directory and are pasted into Python source, so nothing else may reach it (a
 /// results.csv changed by hand must not run code, issue 40 S2).
 pub fn torch_script(op: &str, params: &Params, solver: &str) -> Option<String> {
+    Some(format!("{PRELUDE}{}", body(op, params, solver)?))
+}
+
+/// A sequence's calls in one script (issue 43: `minimal.py` beside `minimal.toml`): each step's
+/// call in order in one Python process, only the last one judged (the steps before it run and
+/// are not checked, as in the sequence). Steps are (op, parameters, solver, label). None when a
+/// step's op or values do not make a script (as for `torch_script`).
+pub fn torch_sequence_script(steps: &[(String, Params, String, String)]) -> Option<String> {
+    let (last, before) = steps.split_last()?;
+    let mut s = format!(
+        "{PRELUDE}_check = check
+
+
+def check(got, want, exact=False, tol=None):
+             pass  # the steps before the failing one run, unjudged
+
+
+"
+    );
+    for (op, params, solver, label) in before {
+        s.push_str(&format!(
+            "# {}
+{}
+",
+            comment(label),
+            body(op, params, solver)?
+        ));
+    }
+    let (op, params, solver, label) = last;
+    s.push_str(&format!(
+        "check = _check
+# {} (the failing step)
+{}",
+        comment(label),
+        body(op, params, solver)?
+    ));
+    Some(s)
+}
+
+/// A label as one comment line's text (no line breaks reach the script).
+fn comment(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The script's body after the prelude for one call.
+fn body(op: &str, params: &Params, solver: &str) -> Option<String> {
     if !params.iter().all(|(k, v)| plain(k) && plain(v)) || !plain(solver) {
         return None;
     }
@@ -78,7 +127,7 @@ pub fn torch_script(op: &str, params: &Params, solver: &str) -> Option<String> {
         "graph" => graph(&get, solver),
         _ => return None,
     };
-    Some(format!("{PRELUDE}{body}"))
+    Some(body)
 }
 
 /// A number or a word that Python reads as a literal or a name, never as a call or a statement:

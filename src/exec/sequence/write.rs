@@ -107,14 +107,56 @@ pub fn all(
         .map_err(io(dir, "results.csv"))?;
     crate::results::atomic::write(&dir.join("summary.md"), summary(seq, order, results))
         .map_err(io(dir, "summary.md"))?;
-    if let Some(text) = results
+    if let Some(c) = results
         .iter()
-        .find_map(|c| minimal_toml(seq, order, c, policies))
+        .find(|c| minimal_toml(seq, order, c, policies).is_some())
+        && let Some(text) = minimal_toml(seq, order, c, policies)
     {
         crate::results::atomic::write(&dir.join("minimal.toml"), text)
             .map_err(io(dir, "minimal.toml"))?;
+        if let Some(py) = minimal_py(seq, order, c) {
+            crate::results::atomic::write(&dir.join("minimal.py"), py)
+                .map_err(io(dir, "minimal.py"))?;
+        }
     }
     Ok(())
+}
+
+/// The torch layer's minimal sequence as a stand-alone script (plain torch, one process): the
+/// steps it needs, then the failing step, judged against the CPU. None for other backends.
+pub fn minimal_py(seq: &Sequence, order: &[(At, &Step)], c: &ComboResult) -> Option<String> {
+    if c.backend != "torch" {
+        return None;
+    }
+    let f = c.finding.as_ref()?;
+    let m = f.needs.as_ref().filter(|m| !m.steps.is_empty())?;
+    let steps: Vec<(String, crate::results::rundata::Params, String, String)> = m
+        .steps
+        .iter()
+        .chain([&f.index])
+        .map(|&i| {
+            let (at, step) = order[i];
+            let op = step.case.problem.kind();
+            let params = crate::results::rundata::Params::from_pairs(
+                op.params()
+                    .iter()
+                    .zip(&step.case.values)
+                    .map(|(d, v)| (d.name, v.to_string())),
+            );
+            let solver = if step.solver == "default" {
+                crate::backend::torch::solver_names(op)[0].to_string()
+            } else {
+                step.solver.clone()
+            };
+            (
+                op.name().to_string(),
+                params,
+                solver,
+                name(&at, step, seq.repeat > 1),
+            )
+        })
+        .collect();
+    crate::analyze::torch_script::torch_sequence_script(&steps)
 }
 
 /// A step as a reader names it: `step 5, conv2d c_in=64;...` (with its iteration when the
