@@ -317,3 +317,56 @@ fn a_killed_sequence_resumes_from_the_step_after_the_last_finished() {
         "{summary}"
     );
 }
+
+#[test]
+fn a_sequence_in_several_processes_flags_the_step_that_differs_between_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = sequence(tmp.path(), 30);
+    let text = read(&file).replace("repeat = 2", "repeat = 2\nprocesses = 3");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("run");
+    // In the sequence's third process, the m=64 gemm's output has one bit flipped.
+    run(&file, &out, "env.ROCSWEEP_TRIAL=3&m=64:jitter@verify");
+    let mut csv = csv::Reader::from_path(out.join("results.csv")).unwrap();
+    let h = csv.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let flags: Vec<(String, String, String)> = csv
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                r[col("order")].to_string(),
+                r[col("status")].to_string(),
+                r[col("stable")].to_string(),
+            )
+        })
+        .collect();
+    let flagged: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.2 == "no")
+        .map(|f| f.0.as_str())
+        .collect();
+    assert_eq!(flagged, ["2", "5"], "{flags:?}");
+    assert!(
+        flags
+            .iter()
+            .all(|f| f.1 == "ok" && (f.2 == "yes" || f.2 == "no"))
+    );
+    let summary = read(&out.join("summary.md"));
+    assert!(
+        summary.contains("- step 2 (iteration 1), gemm m=64")
+            && summary.contains("output bits differ: 2 distinct outputs in 3 processes"),
+        "{summary}"
+    );
+    // Without the fault, three processes of the same sequence agree.
+    let again = tmp.path().join("again");
+    run(&file, &again, "");
+    let mut csv = csv::Reader::from_path(again.join("results.csv")).unwrap();
+    let st = csv
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|x| x == "stable")
+        .unwrap();
+    assert!(csv.records().all(|r| &r.unwrap()[st] == "yes"));
+}

@@ -48,6 +48,9 @@ pub struct Sequence {
     pub sweep: Sweep,
     pub steps: Vec<Step>,
     pub repeat: u32,
+    /// `[sequence] processes = N`: the whole sequence replayed in N fresh processes, each step
+    /// flagged where they disagree (as `run --processes`); 0 when not asked.
+    pub processes: u32,
 }
 
 /// Where one step runs: its place in the list (1-based), the pass over the list (1-based) and
@@ -128,7 +131,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sequence
     let rocm = load::rocm_trees(&cx, &root)?;
     let env = load::env(&cx, &root)?;
     let env_axes = load::env_axes(&cx, &root, &env)?;
-    let repeat = repeat(&cx, &root)?;
+    let (repeat, processes) = sequence_table(&cx, &root)?;
     let list = steps_of(&cx, &root)?;
     let first_op = match list.first() {
         Some(item) => load::op(&cx, cx.table(item, "step")?, item.span())?,
@@ -184,6 +187,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sequence
         sweep,
         steps,
         repeat,
+        processes,
     })
 }
 
@@ -197,17 +201,22 @@ fn step_op(item: &Sp) -> Option<OpKind> {
     }
 }
 
-/// `[sequence] repeat = N` (1 when absent).
-fn repeat(cx: &Cx, root: &DeTable) -> Result<u32, SpecError> {
+/// `[sequence] repeat = N` (1 when absent) and `processes = N` (0 when absent).
+fn sequence_table(cx: &Cx, root: &DeTable) -> Result<(u32, u32), SpecError> {
     let Some(v) = root.get("sequence") else {
-        return Ok(1);
+        return Ok((1, 0));
     };
     let t = cx.table(v, "sequence")?;
-    cx.deny_unknown(t, &["repeat"], "[sequence]")?;
-    match t.get("repeat") {
-        Some(r) => cx.count_at_most(r, "repeat", 1, MAX_STEPS as u32),
-        None => Ok(1),
-    }
+    cx.deny_unknown(t, &["repeat", "processes"], "[sequence]")?;
+    let repeat = match t.get("repeat") {
+        Some(r) => cx.count_at_most(r, "repeat", 1, MAX_STEPS as u32)?,
+        None => 1,
+    };
+    let processes = match t.get("processes") {
+        Some(p) => cx.count_at_most(p, "processes", 2, super::policy::MAX_TRIALS)?,
+        None => 0,
+    };
+    Ok((repeat, processes))
 }
 
 /// The `[[step]]` tables, in order.

@@ -119,6 +119,14 @@ fn go(
             steps.extend(rig.replay(env, &order[steps.len()..]));
         }
         rig.journal = None;
+        let processes = seq.processes.max(s.processes);
+        if processes > 1 && interrupts.load(Ordering::SeqCst) == 0 {
+            // Process k of the sequence is its trial k (`ROCSWEEP_TRIAL` in its worker).
+            let others: Vec<Vec<model::StepResult>> = (2..=processes)
+                .map(|k| rig.replay(Env::of(ci, k, combo), &order))
+                .collect();
+            mark_stability(&mut steps, &others);
+        }
         let finding = if interrupts.load(Ordering::SeqCst) > 0 {
             None
         } else {
@@ -152,6 +160,19 @@ fn go(
         stopped: (interrupts.load(Ordering::SeqCst) > 0).then_some(Stop::Interrupted),
         disagreements: 0,
     })
+}
+
+/// `--processes` / `[sequence] processes` on a sequence: each step of the first replay marked
+/// `stable` or not against the same step in the other replays (each its own fresh process).
+fn mark_stability(steps: &mut [model::StepResult], others: &[Vec<model::StepResult>]) {
+    for (i, step) in steps.iter_mut().enumerate() {
+        let mut all = vec![&step.outcome];
+        all.extend(others.iter().filter_map(|o| o.get(i)).map(|r| &r.outcome));
+        let (yes, why) = crate::exec::plan::trials::stability(&all);
+        let (stable, unstable) = (if yes { "yes" } else { "no" }.to_string(), why);
+        step.outcome.stable = stable;
+        step.outcome.unstable = unstable;
+    }
 }
 
 /// The steps of env combination `ci` a resumed run finished already, from the start of the run

@@ -291,6 +291,22 @@ pub fn summary(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) -
             };
             let _ = writeln!(s, "{line}\n");
         }
+        let unstable: Vec<String> = c
+            .steps
+            .iter()
+            .filter(|r| r.outcome.stable == "no")
+            .map(|r| {
+                let (at, step) = order[r.at.index];
+                format!("- {}: {}", name(&at, step, repeats), r.outcome.unstable)
+            })
+            .collect();
+        if !unstable.is_empty() {
+            let _ = writeln!(
+                s,
+                "Steps that differed between the fresh processes the sequence ran in (`--processes`):\n\n{}\n",
+                unstable.join("\n")
+            );
+        }
         let mut t = Table::new(&[
             ("order", true),
             ("step", false),
