@@ -162,6 +162,41 @@ fn merge_command(
 /// The commands that read run directories or logs: report, compare, recommend, repro, import.
 fn analysis_command(command: Command) -> i32 {
     match command {
+        Command::Report { run_dir } if is_sequence_run(&run_dir) => {
+            rocsweep::sayln!(
+                "{}: a sequence run; the run itself wrote its summary.md and report.html",
+                run_dir.display()
+            );
+            exit::OK
+        }
+        Command::Repro { run_dir, unit_id } if is_sequence_run(&run_dir) => {
+            match rocsweep::exec::sequence::repro::command(&run_dir, &unit_id) {
+                Ok(text) => {
+                    rocsweep::console::say(&text);
+                    exit::OK
+                }
+                Err(e) => report(e),
+            }
+        }
+        Command::Compare { run_a, run_b, .. }
+            if is_sequence_run(&run_a) || is_sequence_run(&run_b) =>
+        {
+            report(CmdError::BadInput(format!(
+                "compare reads sweep runs; {} is a sequence run (its summary.md says what it found)",
+                if is_sequence_run(&run_a) {
+                    &run_a
+                } else {
+                    &run_b
+                }
+                .display()
+            )))
+        }
+        Command::Recommend { run_dir, .. } if is_sequence_run(&run_dir) => {
+            report(CmdError::BadInput(format!(
+                "recommend reads sweep runs; {} is a sequence run (its summary.md says what it found)",
+                run_dir.display()
+            )))
+        }
         Command::Report { run_dir } => match rocsweep::report::write(&run_dir) {
             Ok(files) => {
                 for f in files {
@@ -257,4 +292,9 @@ fn report(e: CmdError) -> i32 {
         CmdError::Spec(_) | CmdError::BadInput(_) => exit::BAD_INPUT,
         CmdError::Failure(_) => exit::FAILURE,
     }
+}
+
+/// A run directory that a sequence made (`sequence.json`), which the sweep commands do not read.
+fn is_sequence_run(dir: &std::path::Path) -> bool {
+    rocsweep::exec::sequence::resume::is_sequence_run(dir)
 }

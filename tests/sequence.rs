@@ -165,6 +165,37 @@ fn a_failure_that_needs_earlier_steps_is_shrunk_to_them_and_minimal_toml_reprodu
         "{stdout}"
     );
     assert_eq!(rows(&again)[2][3], "zeros");
+    // repro names the steps it needs and minimal.toml; another step comes back as a sequence
+    // file of its own that loads; report and compare know a sequence run.
+    let ids: Vec<String> = {
+        let mut r = csv::Reader::from_path(out.join("results.csv")).unwrap();
+        r.records().map(|x| x.unwrap()[0].to_string()).collect()
+    };
+    let repro = |unit: &str| {
+        let o = rocsweep(&["repro", out.to_str().unwrap(), unit], "");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let said = repro(&ids[2]);
+    assert!(
+        said.contains("It fails only after steps 1, 2 (run order) ran in the same process")
+            && said.contains("minimal.toml"),
+        "{said}"
+    );
+    let said = repro(&ids[0]);
+    let file = &said[said.find("name = ").unwrap()..];
+    let seq = rocsweep::spec::sequence::load_str("r.toml", file, &[]).unwrap();
+    assert_eq!(seq.steps.len(), 1);
+    assert_eq!(seq.steps[0].case.values[0].to_string(), "32", "{said}");
+    let o = rocsweep(&["report", out.to_str().unwrap()], "");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("a sequence run"));
+    assert!(out.join("report.html").is_file());
+    let o = rocsweep(
+        &["compare", out.to_str().unwrap(), out.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is a sequence run"));
     // Without the fault it passes: the failure is the fault's, not the file's.
     let clean = tmp.path().join("clean");
     let stdout = run(&minimal, &clean, "");

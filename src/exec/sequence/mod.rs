@@ -10,7 +10,9 @@
 pub mod minimize;
 pub mod model;
 pub mod replay;
+pub mod repro;
 pub mod resume;
+pub mod summary;
 pub mod write;
 
 use crate::error::CmdError;
@@ -213,7 +215,7 @@ fn say_done(dir: &Path, results: &[ComboResult]) {
         "sequence: {steps} steps run in {} env combination(s), {failed} failed",
         results.len()
     );
-    for line in write::finding_lines(results) {
+    for line in summary::finding_lines(results) {
         crate::sayln!("{line}");
     }
     crate::sayln!("written: {}", dir.join("summary.md").display());

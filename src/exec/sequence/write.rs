@@ -2,12 +2,11 @@
 //! summary.md (the steps, and what each failing step needs in words) and minimal.toml (a
 //! runnable sequence of the smallest prefix found and the failing step).
 
-use super::model::{ComboResult, Finding, StepResult, what_it_does};
+use super::model::{ComboResult, Finding, StepResult};
 use crate::analyze::repro::sweep::{policies_toml, toml_key, toml_string, toml_value};
 use crate::error::CmdError;
 use crate::exec::record::row::{UnitKey, record};
-use crate::markup::table::{Cell, Table};
-use crate::markup::{markdown, shell};
+use crate::markup::shell;
 use crate::op::canonical_text;
 use crate::results::csv::FIXED_COLUMNS;
 use crate::spec::policy::Policies;
@@ -105,8 +104,16 @@ pub fn all(
         .map_err(|e| CmdError::Failure(e.to_string()))?;
     crate::results::atomic::write(&dir.join("results.csv"), bytes)
         .map_err(io(dir, "results.csv"))?;
-    crate::results::atomic::write(&dir.join("summary.md"), summary(seq, order, results))
-        .map_err(io(dir, "summary.md"))?;
+    crate::results::atomic::write(
+        &dir.join("summary.md"),
+        super::summary::markdown(seq, order, results),
+    )
+    .map_err(io(dir, "summary.md"))?;
+    crate::results::atomic::write(
+        &dir.join("report.html"),
+        super::summary::html(seq, order, results),
+    )
+    .map_err(io(dir, "report.html"))?;
     if let Some(c) = results
         .iter()
         .find(|c| minimal_toml(seq, order, c, policies).is_some())
@@ -152,190 +159,11 @@ pub fn minimal_py(seq: &Sequence, order: &[(At, &Step)], c: &ComboResult) -> Opt
                 op.name().to_string(),
                 params,
                 solver,
-                name(&at, step, seq.repeat > 1),
+                super::summary::name(&at, step, seq.repeat > 1),
             )
         })
         .collect();
     crate::analyze::torch_script::torch_sequence_script(&steps)
-}
-
-/// A step as a reader names it: `step 5, conv2d c_in=64;...` (with its iteration when the
-/// sequence repeats).
-pub fn name(at: &At, step: &Step, repeats: bool) -> String {
-    let text = canonical_text(step.case.problem.kind(), &step.case.values);
-    let (op, params) = text.split_once(';').unwrap_or((&text, ""));
-    let iteration = if repeats {
-        format!(" (iteration {})", at.iteration)
-    } else {
-        String::new()
-    };
-    format!(
-        "step {}{iteration}, {op} {} solver={}",
-        at.position,
-        params.replace(';', " "),
-        step.solver
-    )
-}
-
-/// One sentence per env combination whose sequence failed: what fails, and what it needs.
-pub fn finding_lines(results: &[ComboResult]) -> Vec<String> {
-    results
-        .iter()
-        .filter_map(|c| {
-            let f = c.finding.as_ref()?;
-            let r = &c.steps[f.index];
-            let does = what_it_does(r.outcome.status);
-            let env = if c.env.is_empty() {
-                String::new()
-            } else {
-                format!(" [{}]", c.env)
-            };
-            Some(match &f.needs {
-                None => format!(
-                    "step at run order {}{env} {does} alone in a fresh process too: an ordinary failure, not the sequence's",
-                    f.index + 1
-                ),
-                Some(m) => {
-                    let needed = if m.steps.is_empty() {
-                        "nothing before it (it passed alone once and failed here: flaky?)".to_string()
-                    } else {
-                        format!(
-                            "run order {}",
-                            m.steps
-                                .iter()
-                                .map(|i| (i + 1).to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    };
-                    let cut = if m.cut {
-                        " (budget reached: a shorter prefix may exist)"
-                    } else {
-                        ""
-                    };
-                    let ended = match m.ended {
-                        0 => String::new(),
-                        n => format!(", {n} ended early by a hang or crash"),
-                    };
-                    format!(
-                        "step at run order {}{env} {does} only after {needed} ran in the same process; it passes alone ({} fresh processes searched{ended}{cut}); minimal.toml reproduces it",
-                        f.index + 1,
-                        m.candidates
-                    )
-                }
-            })
-        })
-        .collect()
-}
-
-/// summary.md: the sequence, what failed and what it needs, and every step's row.
-pub fn summary(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) -> String {
-    let repeats = seq.repeat > 1;
-    let mut s = format!("# Sequence {}\n\n", seq.sweep.name);
-    let _ = writeln!(
-        s,
-        "{} steps x {} iteration(s), run in order in one worker process per env combination \
-         ({} combination(s)). A failing step is run alone in a fresh process; if it passes \
-         there, the steps before it are shrunk to those it needs (delta debugging, each \
-         candidate in a fresh process).\n",
-        seq.steps.len(),
-        seq.repeat,
-        results.len()
-    );
-    for c in results {
-        let env = if c.env.is_empty() {
-            "(no env variables)"
-        } else {
-            &c.env
-        };
-        let _ = writeln!(s, "## {} {env}\n", c.backend);
-        if let Some(k) = c.picked_up {
-            let _ = writeln!(
-                s,
-                "Resumed: run order 1-{k} finished in an earlier worker process; the replay picked up at run order {} in a fresh one, so the steps from there on did not have the earlier ones in their process.\n",
-                k + 1
-            );
-        }
-        if let Some(f) = &c.finding {
-            let r = &c.steps[f.index];
-            let (at, step) = order[f.index];
-            let does = what_it_does(r.outcome.status);
-            let line = match &f.needs {
-                None => format!(
-                    "**{}** {does}, alone in a fresh process too: an ordinary failure.",
-                    name(&at, step, repeats)
-                ),
-                Some(m) if m.steps.is_empty() => format!(
-                    "**{}** {does} in the sequence but passed alone and with every prefix tried ({} processes): not reproduced.",
-                    name(&at, step, repeats),
-                    m.candidates
-                ),
-                Some(m) => {
-                    let needed: Vec<String> = m
-                        .steps
-                        .iter()
-                        .map(|&i| name(&order[i].0, order[i].1, repeats))
-                        .collect();
-                    format!(
-                        "**{}** {does} only after {} ran in the same process; alone it passes. Found in {} fresh processes{}; `rocsweep run minimal.toml` reproduces it.",
-                        name(&at, step, repeats),
-                        needed.join(" and "),
-                        m.candidates,
-                        if m.cut {
-                            " (the budget ran out: a shorter prefix may exist)"
-                        } else {
-                            ""
-                        }
-                    )
-                }
-            };
-            let _ = writeln!(s, "{line}\n");
-        }
-        let unstable: Vec<String> = c
-            .steps
-            .iter()
-            .filter(|r| r.outcome.stable == "no")
-            .map(|r| {
-                let (at, step) = order[r.at.index];
-                format!("- {}: {}", name(&at, step, repeats), r.outcome.unstable)
-            })
-            .collect();
-        if !unstable.is_empty() {
-            let _ = writeln!(
-                s,
-                "Steps that differed between the fresh processes the sequence ran in (`--processes`):\n\n{}\n",
-                unstable.join("\n")
-            );
-        }
-        let mut t = Table::new(&[
-            ("order", true),
-            ("step", false),
-            ("status", false),
-            ("phase", false),
-            ("median ms", true),
-            ("error", false),
-        ]);
-        for r in &c.steps {
-            let (at, step) = order[r.at.index];
-            let ms = r
-                .outcome
-                .stats
-                .as_ref()
-                .map(|st| format!("{:.4}", st.median * 1e3))
-                .unwrap_or_default();
-            t.push(vec![
-                Cell::num(r.at.index + 1),
-                Cell::text(name(&at, step, repeats)),
-                Cell::text(r.outcome.status.name()),
-                Cell::or_dash(r.outcome.phase.clone()),
-                Cell::or_dash(ms),
-                Cell::or_dash(r.outcome.error.lines().next().unwrap_or("")),
-            ]);
-        }
-        s.push_str(&markdown::table(&t, usize::MAX));
-        s.push('\n');
-    }
-    s
 }
 
 /// A runnable sequence of the steps a failure needs and the failing step, in the env
@@ -371,7 +199,7 @@ pub fn minimal_toml(
     s.push_str(&policies_toml(policies));
     for &i in m.steps.iter().chain([&f.index]) {
         let (at, step) = order[i];
-        let _ = writeln!(s, "\n# {}", name(&at, step, seq.repeat > 1));
+        let _ = writeln!(s, "\n# {}", super::summary::name(&at, step, seq.repeat > 1));
         s.push_str("[[step]]\n");
         let op = step.case.problem.kind();
         let _ = writeln!(s, "op = {}", toml_string(op.name()));
@@ -387,7 +215,11 @@ pub fn minimal_toml(
 pub fn dry_run(seq: &Sequence) -> Result<crate::exec::plan::options::RunReport, CmdError> {
     let order = seq.order();
     for (at, step) in &order {
-        crate::sayln!("{:>5}  {}", at.index + 1, name(at, step, seq.repeat > 1));
+        crate::sayln!(
+            "{:>5}  {}",
+            at.index + 1,
+            super::summary::name(at, step, seq.repeat > 1)
+        );
     }
     crate::sayln!(
         "{} steps x {} iteration(s) = {} steps in run order, in one worker per env combination ({})",
