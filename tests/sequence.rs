@@ -401,3 +401,29 @@ fn a_sequence_in_several_processes_flags_the_step_that_differs_between_them() {
         .unwrap();
     assert!(csv.records().all(|r| &r.unwrap()[st] == "yes"));
 }
+
+#[test]
+fn options_that_plan_a_grid_are_refused_for_a_sequence_and_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = sequence(tmp.path(), 30);
+    let out = tmp.path().join("run");
+    for (args, flag) in [
+        (&["--strategy", "bisect"][..], "--strategy"),
+        (&["--shard", "1/2"][..], "--shard"),
+        (&["--devices", "0"][..], "--devices"),
+        (&["--axis", "m=3"][..], "--axis m=3"),
+    ] {
+        let mut all = vec![
+            "run",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        all.extend_from_slice(args);
+        let o = rocsweep(&all, "");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains("seq.toml"), "{err}");
+        assert!(!out.exists());
+    }
+}

@@ -1,6 +1,7 @@
 //! Every sweep in sweeps/ loads, and every CPU sweep runs through the binary with the statuses
 //! it is meant to show.
 
+use std::path::Path;
 use std::process::Command;
 
 fn sweeps() -> Vec<std::path::PathBuf> {
@@ -12,6 +13,29 @@ fn sweeps() -> Vec<std::path::PathBuf> {
         .collect();
     v.sort();
     v
+}
+
+/// Runs a file from sweeps/ with `args`, which must exit 0; its results.csv.
+fn run(p: &Path, args: &[&str]) -> (tempfile::TempDir, Vec<String>, Vec<Vec<String>>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
+        .arg("run")
+        .arg(p)
+        .arg("--out")
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}: {}",
+        p.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+    (tmp, header, rows)
 }
 
 #[test]
@@ -44,23 +68,7 @@ fn every_cpu_sequence_runs_and_verifies() {
         if seq.sweep.backend != "cpu" {
             continue;
         }
-        let tmp = tempfile::tempdir().unwrap();
-        let out = tmp.path().join("run");
-        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
-            .args(["run"])
-            .arg(&p)
-            .arg("--out")
-            .arg(&out)
-            .args(["--quiet", "--fail-on-failure"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+        let (_tmp, header, rows) = run(&p, &["--quiet", "--fail-on-failure"]);
         let st = header.iter().position(|h| h == "status").unwrap();
         assert_eq!(rows.len(), seq.order().len());
         assert!(
@@ -84,24 +92,7 @@ fn every_cpu_sweep_runs_and_verifies() {
         if sweep.backend != "cpu" || sweep.name == "quickstart" {
             continue; // quickstart has its own end-to-end test
         }
-        let tmp = tempfile::tempdir().unwrap();
-        let out = tmp.path().join("run");
-        let o = Command::new(env!("CARGO_BIN_EXE_rocsweep"))
-            .args(["run"])
-            .arg(&p)
-            .arg("--out")
-            .arg(&out)
-            .args(["--quiet", "--no-report", "--fail-on-failure"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(0),
-            "{}: {}",
-            p.display(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let (header, rows) = rocsweep::results::csv::read(&out.join("results.csv")).unwrap();
+        let (_tmp, header, rows) = run(&p, &["--quiet", "--no-report", "--fail-on-failure"]);
         let st = header.iter().position(|h| h == "status").unwrap();
         let compute = header.iter().position(|h| h == "compute");
         for r in &rows {

@@ -22,7 +22,6 @@ pub mod sets;
 use error::SpecError;
 use overrides::apply_overrides;
 use reader::Cx;
-use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::sync::Arc;
 use toml::de::DeTable;
@@ -105,10 +104,6 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
     let (limits, timing, verify) = load::policies(&cx, &root, op, overrides)?;
     let masked_text = load::masked_text(&root, text);
 
-    let sha256 = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     Ok(Sweep {
         name,
         description,
@@ -123,11 +118,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         limits,
         timing,
         verify,
-        source: Source {
-            path: path.to_string(),
-            text: src.clone(),
-            sha256,
-        },
+        source: Source::new(path, src.clone()),
         overrides: overrides.to_vec(),
         masked_text,
     })

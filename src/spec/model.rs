@@ -71,6 +71,23 @@ pub struct Source {
     pub sha256: String,
 }
 
+impl Source {
+    /// A file's path as given, its text and the text's SHA-256 (what `compare` and `--resume`
+    /// check a run's file by).
+    pub fn new(path: &str, text: Arc<String>) -> Source {
+        use sha2::Digest as _;
+        let sha256 = sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Source {
+            path: path.to_string(),
+            text,
+            sha256,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Sweep {
     pub name: String,

@@ -9,7 +9,6 @@ use super::reader::{Cx, Sp};
 use super::{Dim, Source, Sweep, load, model::line_col};
 use crate::op::value::Value;
 use crate::op::{Case, OpKind};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
 
@@ -143,10 +142,6 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sequence
         first_op
     };
     let (limits, timing, verify) = load::policies(&cx, &root, policy_op, overrides)?;
-    let sha256 = Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     let sweep = Sweep {
         name,
         description,
@@ -161,11 +156,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sequence
         limits,
         timing,
         verify,
-        source: Source {
-            path: path.to_string(),
-            text: src.clone(),
-            sha256,
-        },
+        source: Source::new(path, src.clone()),
         overrides: overrides.to_vec(),
         masked_text: load::masked_text(&root, text),
     };

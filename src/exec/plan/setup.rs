@@ -91,6 +91,9 @@ impl Setup {
             &backends,
         );
         let backend = backends.first().cloned().unwrap_or_else(|| "auto".into());
+        if let Some(seq) = &sequence {
+            refuse_for_sequence(&opts, seq)?;
+        }
         let strategy = strategy_plan::resolve(&opts, &sweep)?;
         let processes = match old.as_ref() {
             Some(m) => m.policies.timing.processes,
@@ -557,5 +560,27 @@ pub fn lock(dir: &Path) -> Result<File, CmdError> {
         Err(std::fs::TryLockError::Error(e)) => {
             Err(CmdError::Failure(format!("{}: {e}", path.display())))
         }
+    }
+}
+
+/// The run options that plan a grid and mean nothing to a sequence (issue 43): each refused
+/// with the option named, before anything is written.
+fn refuse_for_sequence(opts: &RunOptions, seq: &spec::sequence::Sequence) -> Result<(), CmdError> {
+    let given = [
+        (
+            opts.strategy != crate::exec::plan::strategy::Kind::Grid,
+            "--strategy",
+        ),
+        (opts.along.is_some(), "--along"),
+        (opts.confirm > 0, "--confirm"),
+        (opts.shard.is_some() || opts.shard_from_env, "--shard"),
+        (opts.devices.is_some(), "--devices"),
+    ];
+    match given.iter().find(|(on, _)| *on) {
+        Some((_, flag)) => Err(CmdError::BadInput(format!(
+            "{}: {flag} does not apply to a sequence (its steps run in order in one process per env combination)",
+            seq.sweep.source.path
+        ))),
+        None => Ok(()),
     }
 }
