@@ -489,7 +489,7 @@ fn a_python_without_torch_or_no_python_is_said_plainly() {
 #[test]
 #[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
 fn the_stand_alone_scripts_run_with_nothing_but_torch_and_pass_where_torch_is_right() {
-    use rocsweep::analyze::torch_script::torch_script;
+    use rocsweep::markup::torch_script::torch_script;
     let Some(py) = python() else { return };
     use rocsweep::results::rundata::Params;
     let p = |kv: &[(&str, &str)]| Params::from_pairs(kv.iter().copied());

@@ -25,9 +25,9 @@
 //! PyTorch layer's backend name is a parameter ([`PYTORCH_LAYER`] in reports), so the table is
 //! tested without torch by naming another backend as that layer.
 
-use super::torch_script::torch_script;
 use crate::markup::shell;
 use crate::markup::table::{Cell, RowKind, Span, Table};
+use crate::markup::torch_script::torch_script;
 use crate::results::rundata::Row;
 use crate::results::status::Status;
 

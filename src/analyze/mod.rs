@@ -10,5 +10,4 @@ pub mod noise;
 pub mod ratio_plot;
 pub mod recommend;
 pub mod repro;
-pub mod torch_script;
 pub mod tree;

@@ -1,9 +1,12 @@
 //! What reports are written in: one escaper per format (`html::escape`, `markdown::escape`,
-//! `shell::quote`), used by every writer (report, compare, recommend, repro, import), and the
-//! one table model (`table`) that the Markdown and HTML writers render. Text from libraries,
-//! worker logs and run directories may contain anything.
+//! `shell::quote`, `toml::toml_string`), used by every writer (report, compare, recommend, repro,
+//! import, a sequence's files), the one table model (`table`) that the Markdown and HTML writers
+//! render, and the stand-alone torch scripts (`torch_script`). Text from libraries, worker logs
+//! and run directories may contain anything.
 
 pub mod html;
 pub mod markdown;
 pub mod shell;
 pub mod table;
+pub mod toml;
+pub mod torch_script;

@@ -32,7 +32,7 @@ pub struct Plot {
 /// Text for HTML element content and attribute values (`markup::html::escape`).
 pub use crate::markup::html::escape;
 
-pub(crate) const STYLE: &str = r#"
+const STYLE: &str = r#"
 body { font-family: "DejaVu Sans", "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px 32px; color: #212121; max-width: 1400px; }
 h1 { font-size: 26px; margin: 0 0 4px 0; }
 h2 { font-size: 20px; margin: 28px 0 10px 0; border-bottom: 1px solid #ddd; padding-bottom: 4px; }

@@ -14,9 +14,6 @@ mod facts;
 mod heatmap;
 mod html;
 mod html_table;
-/// The page style and the HTML table of report.html, for pages of other runs (sequences).
-pub(crate) use html::STYLE as HTML_STYLE;
-pub(crate) use html_table::table as html_table;
 mod map;
 mod markdown;
 mod provenance;

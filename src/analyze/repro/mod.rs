@@ -5,7 +5,7 @@
 //! The page is built section by section; the vendor tools' command lines are in `tools`, the
 //! rocsweep commands and the one-unit sweep file in `sweep`.
 
-pub(crate) mod sweep;
+mod sweep;
 mod tools;
 
 use crate::error::CmdError;

@@ -2,7 +2,8 @@
 //! sweep file with `--axis` overrides that pin the unit; both are checked by expanding them.
 
 use crate::markup::shell;
-use crate::op::{OpKind, ParamKind};
+use crate::markup::toml::{policies_toml, toml_key, toml_string, toml_value};
+use crate::op::OpKind;
 use crate::results::rundata::{Row, RunData};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -139,51 +140,6 @@ fn varied_params(run: &RunData) -> Vec<String> {
         .collect()
 }
 
-pub(crate) fn toml_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A TOML key: bare where TOML allows it, else quoted (a planted newline stays inside it).
-pub(crate) fn toml_key(k: &str) -> String {
-    let bare = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
-    if !k.is_empty() && k.bytes().all(bare) {
-        k.to_string()
-    } else {
-        toml_string(k)
-    }
-}
-
-/// A parameter's CSV text as a TOML value of the kind the op expects (words quoted).
-pub(crate) fn toml_value(kind: ParamKind, text: &str) -> String {
-    let literal = match kind {
-        ParamKind::Int { .. } => text.parse::<i64>().is_ok(),
-        ParamKind::Float { .. } => text.parse::<f64>().is_ok(),
-        ParamKind::Bool => text == "true" || text == "false",
-        ParamKind::Choice(_) | ParamKind::DType(_) => false,
-    };
-    if literal {
-        text.to_string()
-    } else {
-        toml_string(text)
-    }
-}
-
 /// A sweep file that expands to exactly this unit: every parameter fixed, the solver named, the
 /// env combination as `[env]`, and the run's limits, timing and verification policies.
 fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
@@ -233,27 +189,6 @@ fn standalone_sweep(run: &RunData, row: &Row, op: OpKind) -> String {
         }
     }
     s.push_str(&policies_toml(&m.policies));
-    s
-}
-
-/// A run's `[limits]`, `[timing]` and `[verify]` tables as a sweep file writes them.
-pub(crate) fn policies_toml(policies: &impl serde::Serialize) -> String {
-    let mut s = String::new();
-    if let Ok(serde_json::Value::Object(sections)) = serde_json::to_value(policies) {
-        for (section, body) in sections {
-            let serde_json::Value::Object(keys) = body else {
-                continue;
-            };
-            let _ = writeln!(s, "\n[{section}]");
-            for (k, v) in keys {
-                let text = match v {
-                    serde_json::Value::String(t) => toml_string(&t),
-                    other => other.to_string(),
-                };
-                let _ = writeln!(s, "{k} = {text}");
-            }
-        }
-    }
     s
 }
 

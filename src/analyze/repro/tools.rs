@@ -52,10 +52,10 @@ pub(super) fn section(s: &mut String, run: &RunData, row: &Row, op: Option<OpKin
 }
 
 /// A torch unit's reproduction with nothing but torch: the stand-alone script (see
-/// `analyze::torch_script`).
+/// `markup::torch_script`).
 fn torch_section(s: &mut String, row: &Row, hang_note: &str) {
     s.push_str("\n## PyTorch alone\n\n");
-    match crate::analyze::torch_script::torch_script(&row.op, &row.params, &row.solver) {
+    match crate::markup::torch_script::torch_script(&row.op, &row.params, &row.solver) {
         Some(script) => {
             let _ = writeln!(
                 s,

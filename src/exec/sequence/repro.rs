@@ -2,9 +2,9 @@
 //! again: `minimal.toml` when its failure needs earlier steps, else a sequence file of the step
 //! alone (its parameters, backend and env combination), printed to paste into a file.
 
-use crate::analyze::repro::sweep::{toml_key, toml_string, toml_value};
 use crate::error::CmdError;
 use crate::markup::shell;
+use crate::markup::toml::{toml_key, toml_string, toml_value};
 use crate::op::OpKind;
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -232,14 +232,25 @@ pub fn markdown(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) 
     s
 }
 
-/// report.html: the same sections as a page of its own.
+/// The page's own style: the report's fonts and table lines, a status in its colour.
+const STYLE: &str = "body { font-family: \"DejaVu Sans\", Helvetica, Arial, sans-serif; margin: 24px 32px; color: #212121; max-width: 1400px; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+table { border-collapse: collapse; font-size: 14px; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f5f5f5; }
+td.num { text-align: right; }
+td.ok { color: #2e7d32; font-weight: bold; }
+td.bad { color: #c62828; font-weight: bold; }
+p.sub { color: #555; }";
+
+/// report.html: the same sections as a page of its own (escaped text only: names, errors and
+/// env values come from libraries and files).
 pub fn html(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) -> String {
     let (title, intro, sections) = sections(seq, order, results);
     let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rocsweep: {t}</title>\n<style>{style}</style>\n</head>\n<body>\n<h1>{t}</h1>\n<p class=\"sub\">{i}</p>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>rocsweep: {t}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{t}</h1>\n<p class=\"sub\">{i}</p>\n",
         t = escape(&title),
         i = escape(&intro),
-        style = crate::report::HTML_STYLE
     );
     for sec in sections {
         let _ = writeln!(h, "<h2>{}</h2>", escape(&sec.heading));
@@ -253,8 +264,31 @@ pub fn html(seq: &Sequence, order: &[(At, &Step)], results: &[ComboResult]) -> S
             }
             h.push_str("</ul>\n");
         }
-        crate::report::html_table(&mut h, &sec.table, usize::MAX);
+        html_table(&mut h, &sec.table);
     }
     h.push_str("</body>\n</html>\n");
     h
+}
+
+fn html_table(h: &mut String, t: &Table) {
+    h.push_str("<table>\n<tr>");
+    for c in &t.columns {
+        let _ = write!(h, "<th>{}</th>", escape(&c.name));
+    }
+    h.push_str("</tr>\n");
+    for row in &t.rows {
+        h.push_str("<tr>");
+        for c in &row.cells {
+            let (class, text) = match c {
+                Cell::Num(x) => ("num", x.clone()),
+                Cell::Text(x) => ("", x.clone()),
+                Cell::Status(st) if st.is_failure() => ("bad", st.name().to_string()),
+                Cell::Status(st) => ("ok", st.name().to_string()),
+                other => ("", md::cell(other)),
+            };
+            let _ = write!(h, "<td class=\"{class}\">{}</td>", escape(&text));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
 }

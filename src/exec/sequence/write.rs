@@ -3,10 +3,10 @@
 //! runnable sequence of the smallest prefix found and the failing step).
 
 use super::model::{ComboResult, Finding, StepResult};
-use crate::analyze::repro::sweep::{policies_toml, toml_key, toml_string, toml_value};
 use crate::error::CmdError;
 use crate::exec::record::row::{UnitKey, record};
 use crate::markup::shell;
+use crate::markup::toml::{policies_toml, toml_key, toml_string, toml_value};
 use crate::op::canonical_text;
 use crate::results::csv::FIXED_COLUMNS;
 use crate::spec::policy::Policies;
@@ -163,7 +163,7 @@ pub fn minimal_py(seq: &Sequence, order: &[(At, &Step)], c: &ComboResult) -> Opt
             )
         })
         .collect();
-    crate::analyze::torch_script::torch_sequence_script(&steps)
+    crate::markup::torch_script::torch_sequence_script(&steps)
 }
 
 /// A runnable sequence of the steps a failure needs and the failing step, in the env
