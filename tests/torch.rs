@@ -1143,6 +1143,19 @@ fn a_sequence_in_the_torch_layer_is_shrunk_and_its_minimal_script_runs() {
     assert_eq!(rows.len(), 4);
     assert_eq!(rows[3]["status"], "zeros");
     assert_eq!(rows[3]["needs"], "1;3");
+    // The sequence's gemm and conv steps (two torch solvers) ran in one Python process.
+    let log = std::fs::read_dir(tmp.path().join("run/workers"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("r001-"))
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap();
+    let pythons: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("runs in Python process"))
+        .collect();
+    assert_eq!(pythons.len(), 1, "{log}");
+    assert!(pythons[0].contains("torch solver (every solver)"), "{log}");
     let script = tmp.path().join("run/minimal.py");
     let text_py = std::fs::read_to_string(&script).unwrap();
     assert_eq!(text_py.matches("torch.matmul").count(), 2, "{text_py}");

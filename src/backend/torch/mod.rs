@@ -171,10 +171,17 @@ impl TorchBackend {
     }
 }
 
+/// Set to `1` in a worker's environment: every solver's calls go to one Python process, as a
+/// model's calls do (a sequence, issue 43), instead of one process per solver.
+pub const ONE_PROCESS_VAR: &str = "ROCSWEEP_TORCH_ONE_PROCESS";
+
 impl TorchBackend {
     /// The solver's own Python process: the one `open` started if no solver has it yet, else a
-    /// new one. Err: a new one could not start (the row is an `error` with why).
+    /// new one; with `ONE_PROCESS_VAR`, the one process every solver shares. Err: a new one
+    /// could not start (the row is an `error` with why).
     fn conn_for(&mut self, solver: &str) -> Result<Rc<RefCell<Conn>>, UnitError> {
+        let shared = std::env::var(ONE_PROCESS_VAR).is_ok_and(|v| v == "1");
+        let solver = if shared { "(every solver)" } else { solver };
         if let Some(c) = self.conns.get(solver) {
             return Ok(Rc::clone(c));
         }

@@ -87,6 +87,11 @@ fn go(
         .map_err(|e| CmdError::Failure(format!("{}: journal: {e}", dir.display())))?;
     let mut spec = s.worker_spec()?;
     spec.cache_root = Some(dir.join("caches"));
+    // The torch layer's steps share one Python process, as the model's calls do.
+    spec.extra_env.push((
+        crate::backend::torch::ONE_PROCESS_VAR.to_string(),
+        "1".to_string(),
+    ));
     let python_var = crate::backend::torch::PYTHON_VAR;
     if let Some(p) = python.filter(|_| std::env::var(python_var).is_err()) {
         spec.extra_env.push((python_var.to_string(), p));
