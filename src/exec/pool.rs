@@ -485,14 +485,15 @@ impl<I: Iterator<Item = (u32, Entry)>> Runner<'_, I> {
     fn write(&self, sh: &mut Shared, u: &UnitRef, out: Outcome, ran: bool) -> std::io::Result<()> {
         let earlier = sh.book.trials.remove(u.unit.id).unwrap_or_default();
         // `--processes`: whether the unit's processes agreed, judged before the trials become one row.
-        let stable = (self.p.policies.timing.processes > 0).then(|| {
+        let stable = if self.p.policies.timing.processes > 0 {
             let all: Vec<&Outcome> = earlier.iter().map(|(_, o)| o).chain([&out]).collect();
-            (all.len() > 1).then(|| crate::exec::plan::trials::stability(&all))
-        });
+            crate::exec::plan::trials::stability(&all)
+        } else {
+            None
+        };
         let mut out = crate::exec::plan::trials::combine(earlier, u.trial, out, self.p.trials);
-        if let Some(Some((yes, why))) = stable {
-            out.stable = if yes { "yes" } else { "no" }.into();
-            out.unstable = why;
+        if let Some((stable, why)) = stable {
+            (out.stable, out.unstable) = (stable.into(), why);
         }
         let left = u64::from(self.p.trials.saturating_sub(u.trial));
         sh.finish(u.unit, self.slot.place(ran), self.p.backend, &out, left)

@@ -24,7 +24,6 @@ use overrides::apply_overrides;
 use reader::Cx;
 use std::path::Path;
 use std::sync::Arc;
-use toml::de::DeTable;
 
 pub use model::*;
 
@@ -74,10 +73,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sweep, S
         file: path,
         text: &src,
     };
-    let root = DeTable::parse(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        cx.err(span, format!("invalid TOML: {}", e.message().trim()))
-    })?;
+    let root = cx.parse()?;
     let root_span = root.span();
     let root = root.into_inner();
     cx.deny_unknown(&root, TOP_KEYS, "top level")?;

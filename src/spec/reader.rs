@@ -24,6 +24,14 @@ pub(super) struct Cx<'a> {
 }
 
 impl Cx<'_> {
+    /// The file's text as a TOML document; a parse error points where it breaks.
+    pub(super) fn parse(&self) -> Result<toml::Spanned<DeTable<'_>>, SpecError> {
+        DeTable::parse(self.text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            self.err(span, format!("invalid TOML: {}", e.message().trim()))
+        })
+    }
+
     pub(super) fn err(&self, span: Range<usize>, msg: impl Into<String>) -> SpecError {
         SpecError::at(self.file, self.text, span, msg)
     }

@@ -105,10 +105,7 @@ pub fn load_str(path: &str, text: &str, overrides: &[String]) -> Result<Sequence
         file: path,
         text: &src,
     };
-    let root = DeTable::parse(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        cx.err(span, format!("invalid TOML: {}", e.message().trim()))
-    })?;
+    let root = cx.parse()?;
     let root = root.into_inner();
     for key in ["op", "axes", "zip", "cases", "drop"] {
         if let Some((k, _)) = root.get_key_value(key) {

@@ -64,8 +64,12 @@ pub fn combine(
 /// Whether the processes a unit ran in (its trials, in trial order) agree, and if not, what
 /// differed: the status, the output's bits (where it was read back) or the library's choice.
 /// `--processes` (issue 43): a library that picks per process (hipBLASLt's solution), or a
-/// replay that corrupts its output in some processes, shows here and nowhere else.
-pub fn stability(trials: &[&Outcome]) -> (bool, String) {
+/// replay that corrupts its output in some processes, shows here and nowhere else. The
+/// `stable` column (`yes` / `no`) and what differed; None with fewer than two processes.
+pub fn stability(trials: &[&Outcome]) -> Option<(&'static str, String)> {
+    if trials.len() < 2 {
+        return None;
+    }
     let mut why = Vec::new();
     let n = trials.len();
     let spread = |what: &str, values: Vec<&str>| -> Option<String> {
@@ -88,19 +92,13 @@ pub fn stability(trials: &[&Outcome]) -> (bool, String) {
         "status",
         trials.iter().map(|o| o.status.name()).collect(),
     ));
-    if trials.iter().all(|o| !o.output_digest.is_empty()) {
-        let distinct = spread(
-            "",
-            trials.iter().map(|o| o.output_digest.as_str()).collect(),
-        );
-        if distinct.is_some() {
-            let outputs: std::collections::BTreeSet<&str> =
-                trials.iter().map(|o| o.output_digest.as_str()).collect();
-            why.push(format!(
-                "output bits differ: {} distinct outputs in {n} processes",
-                outputs.len()
-            ));
-        }
+    let outputs: std::collections::BTreeSet<&str> =
+        trials.iter().map(|o| o.output_digest.as_str()).collect();
+    if outputs.len() > 1 && !outputs.contains("") {
+        why.push(format!(
+            "output bits differ: {} distinct outputs in {n} processes",
+            outputs.len()
+        ));
     }
     if let Some(c) = spread("chose", trials.iter().map(|o| o.chosen.as_str()).collect()) {
         // How far apart the choices' times are, where each was timed.
@@ -119,7 +117,8 @@ pub fn stability(trials: &[&Outcome]) -> (bool, String) {
         };
         why.push(format!("{c}{slow}"));
     }
-    (why.is_empty(), why.join("; "))
+    let stable = if why.is_empty() { "yes" } else { "no" };
+    Some((stable, why.join("; ")))
 }
 
 #[cfg(test)]

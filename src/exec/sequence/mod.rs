@@ -86,7 +86,6 @@ fn go(
     let mut journal = Journal::open(&dir)
         .map_err(|e| CmdError::Failure(format!("{}: journal: {e}", dir.display())))?;
     let mut spec = s.worker_spec()?;
-    spec.cache_root = Some(dir.join("caches"));
     // The torch layer's steps share one Python process, as the model's calls do.
     spec.extra_env.push((
         crate::backend::torch::ONE_PROCESS_VAR.to_string(),
@@ -96,9 +95,12 @@ fn go(
     if let Some(p) = python.filter(|_| std::env::var(python_var).is_err()) {
         spec.extra_env.push((python_var.to_string(), p));
     }
+    // One trial (the sequence is the process); the processes asked for, so that workers hash
+    // the outputs the replays compare.
     let policies = Policies {
         timing: crate::spec::policy::TimingPolicy {
             trials: 1,
+            processes: seq.processes.max(s.processes),
             ..seq.sweep.timing.clone()
         },
         ..s.policies()
@@ -108,48 +110,28 @@ fn go(
     let earlier_logs = std::fs::read_dir(dir.join("workers")).map_or(0, |d| d.count());
     let mut results = Vec::new();
     for (ci, combo) in s.combos.iter().enumerate() {
-        let env = Env::of(ci, 1, combo);
-        let backend = combo.backend.clone().unwrap_or_else(|| s.backend.clone());
         let mut rig = Rig {
             spec: spec.clone(),
             logs: dir.join("workers"),
             policies: policies.clone(),
             interrupts: Arc::clone(&interrupts),
             journal: Some(&mut journal),
-            backend: backend.clone(),
+            backend: combo.backend.clone().unwrap_or_else(|| s.backend.clone()),
             env_key: combo.context_key(),
             device: String::new(),
             replays: earlier_logs,
         };
-        let (mut steps, picked_up) = kept(ci, &order, done);
-        if steps.len() < order.len() {
-            steps.extend(rig.replay(env, &order[steps.len()..]));
-        }
-        rig.journal = None;
-        let processes = seq.processes.max(s.processes);
-        if processes > 1 && interrupts.load(Ordering::SeqCst) == 0 {
-            // Process k of the sequence is its trial k (`ROCSWEEP_TRIAL` in its worker).
-            let others: Vec<Vec<model::StepResult>> = (2..=processes)
-                .map(|k| rig.replay(Env::of(ci, k, combo), &order))
-                .collect();
-            mark_stability(&mut steps, &others);
-        }
-        let finding = if interrupts.load(Ordering::SeqCst) > 0 {
-            None
-        } else {
-            minimize::find(&mut rig, env, &order, &steps, s.opts.minimize_budget)
-        };
-        results.push(ComboResult {
-            device: rig.device.clone(),
-            env: combo.context_key(),
-            vars: combo.vars.clone(),
-            backend,
-            steps,
-            finding,
-            picked_up,
-        });
+        let stopped = || interrupts.load(Ordering::SeqCst) > 0;
+        results.push(one_combo(
+            &mut rig,
+            (ci, combo),
+            &order,
+            done,
+            s.opts.minimize_budget,
+            stopped,
+        ));
         write::all(&dir, seq, &order, &results, &policies)?;
-        if interrupts.load(Ordering::SeqCst) > 0 {
+        if stopped() {
             break;
         }
     }
@@ -169,16 +151,55 @@ fn go(
     })
 }
 
+/// One env combination: the replay (after the steps a resumed run kept), the other processes
+/// `--processes` asks for, and what the first failing step needs.
+fn one_combo(
+    rig: &mut Rig,
+    (ci, combo): (usize, &crate::spec::expand::EnvCombo),
+    order: &[(crate::spec::sequence::At, &crate::spec::sequence::Step)],
+    done: Option<&crate::exec::record::journal::State>,
+    budget: u32,
+    stopped: impl Fn() -> bool,
+) -> ComboResult {
+    let env = Env::of(ci, 1, combo);
+    let (mut steps, picked_up) = kept(ci, order, done);
+    if steps.len() < order.len() {
+        steps.extend(rig.replay(env, &order[steps.len()..]));
+    }
+    rig.journal = None;
+    let processes = rig.policies.timing.processes;
+    if processes > 1 && !stopped() {
+        // Process k of the sequence is its trial k (`ROCSWEEP_TRIAL` in its worker).
+        let others: Vec<Vec<model::StepResult>> = (2..=processes)
+            .map(|k| rig.replay(Env::of(ci, k, combo), order))
+            .collect();
+        mark_stability(&mut steps, &others);
+    }
+    let finding = if stopped() {
+        None
+    } else {
+        minimize::find(rig, env, order, &steps, budget)
+    };
+    ComboResult {
+        device: rig.device.clone(),
+        env: combo.context_key(),
+        vars: combo.vars.clone(),
+        backend: rig.backend.clone(),
+        steps,
+        finding,
+        picked_up,
+    }
+}
+
 /// `--processes` / `[sequence] processes` on a sequence: each step of the first replay marked
 /// `stable` or not against the same step in the other replays (each its own fresh process).
 fn mark_stability(steps: &mut [model::StepResult], others: &[Vec<model::StepResult>]) {
     for (i, step) in steps.iter_mut().enumerate() {
         let mut all = vec![&step.outcome];
         all.extend(others.iter().filter_map(|o| o.get(i)).map(|r| &r.outcome));
-        let (yes, why) = crate::exec::plan::trials::stability(&all);
-        let (stable, unstable) = (if yes { "yes" } else { "no" }.to_string(), why);
-        step.outcome.stable = stable;
-        step.outcome.unstable = unstable;
+        if let Some((stable, why)) = crate::exec::plan::trials::stability(&all) {
+            (step.outcome.stable, step.outcome.unstable) = (stable.into(), why);
+        }
     }
 }
 

@@ -114,10 +114,9 @@ pub fn all(
         super::summary::html(seq, order, results),
     )
     .map_err(io(dir, "report.html"))?;
-    if let Some(c) = results
+    if let Some((c, text)) = results
         .iter()
-        .find(|c| minimal_toml(seq, order, c, policies).is_some())
-        && let Some(text) = minimal_toml(seq, order, c, policies)
+        .find_map(|c| minimal_toml(seq, order, c, policies).map(|t| (c, t)))
     {
         crate::results::atomic::write(&dir.join("minimal.toml"), text)
             .map_err(io(dir, "minimal.toml"))?;
