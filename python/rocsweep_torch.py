@@ -517,19 +517,33 @@ def first_batch(p, blob, d, fault_action):
     torch = _torch
     if p.get("pin_memory") and not d.gpu:
         raise Unsupported("pin_memory pins for a GPU; torch has none here")
+    mp = torch.multiprocessing
+    strategy = p.get("sharing_strategy") or "default"
+    before = mp.get_sharing_strategy()
+    if strategy != "default":
+        offered = sorted(mp.get_all_sharing_strategies())
+        if strategy not in offered:
+            raise Unsupported("this platform does not offer sharing strategy %s; "
+                              "torch.multiprocessing offers %s"
+                              % (strategy, ", ".join(offered)))
+        mp.set_sharing_strategy(strategy)
     send({"phase": "run"})
-    loader = torch.utils.data.DataLoader(
-        CaseBatches(blob, fault_action), batch_size=1, num_workers=2,
-        pin_memory=bool(p.get("pin_memory")), multiprocessing_context="fork")
-    it = iter(loader)
     try:
-        batch = next(it)
+        loader = torch.utils.data.DataLoader(
+            CaseBatches(blob, fault_action), batch_size=1, num_workers=2,
+            pin_memory=bool(p.get("pin_memory")), multiprocessing_context="fork")
+        it = iter(loader)
+        try:
+            batch = next(it)
+        finally:
+            shutdown = getattr(it, "_shutdown_workers", None)
+            if shutdown:
+                shutdown()
+            del it, loader
     finally:
-        shutdown = getattr(it, "_shutdown_workers", None)
-        if shutdown:
-            shutdown()
-        del it, loader
-    return batch
+        # The strategy is the process's: the next unit starts from the platform's own.
+        mp.set_sharing_strategy(before)
+    return batch, mp.get_sharing_strategy() if strategy == "default" else strategy
 
 
 def move_batch(p, solver, blobs, d, fault_action):
@@ -543,7 +557,7 @@ def move_batch(p, solver, blobs, d, fault_action):
         except Exception as e:
             raise Unsupported("accelerate is not installed in %s (%s: %s)"
                               % (sys.executable, type(e).__name__, e))
-    batch = first_batch(p, blobs[0], d, fault_action)
+    batch, sharing = first_batch(p, blobs[0], d, fault_action)
     x = batch["input"]
     if kind == "accelerate":
         fn = lambda: send_to_device(batch, d.dev, non_blocking=nb)["input"]  # noqa: E731
@@ -555,8 +569,9 @@ def move_batch(p, solver, blobs, d, fault_action):
 
     op = Op(call, lambda o: o.result.reshape(-1))
     op.host_sync = d.gpu and not (nb and x.is_pinned())
-    op.chosen = "first batch, pin_memory=%s%s" % (
-        bool(p.get("pin_memory")), ", send_to_device" if kind == "accelerate" else "")
+    op.chosen = "first batch, pin_memory=%s, sharing %s%s" % (
+        bool(p.get("pin_memory")), sharing,
+        ", send_to_device" if kind == "accelerate" else "")
     op.hold = batch
     return op
 

@@ -1079,6 +1079,80 @@ fn accelerate_missing_is_unsupported_with_why() {
     );
 }
 
+/// Issue 45: the DataLoader's sharing strategy is an axis; each strategy the platform offers runs
+/// and verifies and says which it used; one the platform refuses is a row with why (here a
+/// platform that offers only `file_system`, as macOS does, made by a `sitecustomize` over the real
+/// torch), and the strategy is left as it was for the next unit.
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn the_sharing_strategy_is_an_axis_and_one_the_platform_refuses_is_a_row_with_why() {
+    let Some(py) = python() else { return };
+    let sweep = "op = \"copy\"\n[axes]\ndirection = \"h2d\"\n\
+        memory = [\"dataloader\", \"pageable\"]\n\
+        sharing_strategy = [\"default\", \"file_descriptor\", \"file_system\"]\n\
+        bytes = 4096\nsolver = \"torch-to\"\n[limits]\nrun = 20\n";
+    let (o, r, _t) = run(&py, sweep, None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let pick = |r: &[Row], memory: &str, s: &str| -> Row {
+        r.iter()
+            .find(|x| x["memory"] == memory && x["sharing_strategy"] == s)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for {memory} {s}: {r:?}"))
+    };
+    // Linux offers both strategies; its default is file_descriptor.
+    for (s, used) in [
+        ("default", "file_descriptor"),
+        ("file_descriptor", "file_descriptor"),
+        ("file_system", "file_system"),
+    ] {
+        let row = pick(&r, "dataloader", s);
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert!(
+            row["chosen"].contains(&format!("sharing {used}")),
+            "{row:?}"
+        );
+    }
+    // Not a DataLoader: the strategy has no meaning there.
+    let row = pick(&r, "pageable", "file_system");
+    assert_eq!(row["status"], "unsupported", "{row:?}");
+    assert!(
+        row["error"].contains("sharing_strategy is a DataLoader's"),
+        "{row:?}"
+    );
+    assert_eq!(pick(&r, "pageable", "default")["status"], "ok");
+
+    // A platform that offers only file_system.
+    let site = tempfile::tempdir().unwrap();
+    std::fs::write(
+        site.path().join("sitecustomize.py"),
+        "import torch.multiprocessing as mp\n\
+         mp.get_all_sharing_strategies = lambda: {'file_system'}\n\
+         mp.set_sharing_strategy('file_system')\n",
+    )
+    .unwrap();
+    let (o, r, _t) = run_sweep(
+        &py,
+        &format!("name = \"t\"\nbackend = \"torch\"\n{sweep}\n{TIMING}"),
+        &["--quiet", "--no-report"],
+        &[("PYTHONPATH", site.path().as_os_str())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let refused = pick(&r, "dataloader", "file_descriptor");
+    assert_eq!(refused["status"], "unsupported", "{refused:?}");
+    assert!(
+        refused["error"].contains(
+            "this platform does not offer sharing strategy file_descriptor; \
+             torch.multiprocessing offers file_system"
+        ),
+        "{refused:?}"
+    );
+    for s in ["default", "file_system"] {
+        let row = pick(&r, "dataloader", s);
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert!(row["chosen"].contains("sharing file_system"), "{row:?}");
+    }
+}
+
 #[test]
 #[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
 fn a_dataloader_that_hangs_is_a_hang_in_run_and_leaves_no_worker_behind() {

@@ -309,8 +309,15 @@ got = send_to_device(batch, dev, non_blocking={nb})[\"input\"]"
     } else {
         format!("got = batch[\"input\"].to(dev, non_blocking={nb})")
     };
+    // Only a strategy the sweep language knows reaches the script (data is never code).
+    let sharing = match get("sharing_strategy").as_str() {
+        s if s != "default" && crate::op::copy::SHARING.contains(&s) => {
+            format!("torch.multiprocessing.set_sharing_strategy(\"{s}\")\n")
+        }
+        _ => String::new(),
+    };
     format!(
-        "words = {bytes} // 4\ndata = torch.rand(words)\n\n\n\
+        "words = {bytes} // 4\ndata = torch.rand(words)\n{sharing}\n\n\
          class Batches(torch.utils.data.Dataset):\n    def __len__(self):\n        return 2\n\n\
          \x20   def __getitem__(self, i):\n        return {{\"input\": data.clone(), \"label\": torch.tensor(i)}}\n\n\n\
          loader = torch.utils.data.DataLoader(Batches(), batch_size=1, num_workers=2, pin_memory={pin}, multiprocessing_context=\"fork\")\n\
@@ -483,5 +490,35 @@ mod tests {
         assert!(cg.contains("side = torch.cuda.Stream()"), "{cg}");
         assert!(!cg.contains("\ns = "), "{cg}");
         assert!(torch_script("nosuch", &Params::default(), "x").is_none());
+    }
+}
+
+#[cfg(test)]
+mod sharing_tests {
+    use super::*;
+
+    fn batch(sharing: &str) -> String {
+        let p = Params::from_pairs([
+            ("direction", "h2d"),
+            ("memory", "dataloader"),
+            ("bytes", "4096"),
+            ("pin_memory", "false"),
+            ("sharing_strategy", sharing),
+        ]);
+        torch_script("copy", &p, "torch-to").unwrap_or_default()
+    }
+
+    #[test]
+    fn a_dataloader_script_sets_the_cases_sharing_strategy_and_only_a_known_one() {
+        let s = batch("file_system");
+        assert!(
+            s.contains("torch.multiprocessing.set_sharing_strategy(\"file_system\")\n"),
+            "{s}"
+        );
+        assert!(!batch("default").contains("set_sharing_strategy"));
+        // A value that is not a strategy (a tampered run directory) never reaches the script.
+        let planted = batch("x\")\nimport os; os.system(\"id");
+        assert!(!planted.contains("set_sharing_strategy"), "{planted}");
+        assert!(!planted.contains("os.system"), "{planted}");
     }
 }

@@ -22,6 +22,10 @@ pub const MMAP_TORCH_ONLY: &str = "memory = mmap (a memory-mapped file, as safet
 /// Memory kinds that are a batch of a DataLoader: copied host to device only.
 pub const BATCH_KINDS: &[&str] = &["dataloader", "accelerate"];
 
+/// How a DataLoader's workers hand their tensors to the main process
+/// (`torch.multiprocessing.set_sharing_strategy`); `default` leaves the platform's own.
+pub const SHARING: &[&str] = &["default", "file_descriptor", "file_system"];
+
 pub const PARAMS: &[ParamDef] = &[
     ParamDef {
         name: "direction",
@@ -46,6 +50,12 @@ pub const PARAMS: &[ParamDef] = &[
         kind: K::Bool,
         default: D::Bool(false),
         doc: "memory = dataloader or accelerate: the DataLoader's pin_memory (its batch pinned by the pin-memory thread); unsupported with other kinds",
+    },
+    ParamDef {
+        name: "sharing_strategy",
+        kind: K::Choice(SHARING),
+        default: D::Str("default"),
+        doc: "memory = dataloader or accelerate: torch.multiprocessing's sharing strategy for the DataLoader's workers (default: the platform's own; file_descriptor or file_system; one the platform does not offer is unsupported, with the ones it does); unsupported with other kinds",
     },
 ];
 
@@ -74,6 +84,13 @@ pub struct Copy {
     pub memory: String,
     #[serde(default)]
     pub pin_memory: bool,
+    /// The DataLoader's sharing strategy (`default`: the platform's).
+    #[serde(default = "default_sharing")]
+    pub sharing_strategy: String,
+}
+
+fn default_sharing() -> String {
+    "default".into()
 }
 
 impl Copy {
@@ -85,6 +102,7 @@ impl Copy {
         };
         let memory = p.str("memory")?;
         let pin_memory = p.bool("pin_memory").unwrap_or(false);
+        let sharing_strategy = p.str("sharing_strategy").unwrap_or("default").to_string();
         let batch = BATCH_KINDS.contains(&memory);
         Ok(Copy {
             direction,
@@ -93,6 +111,7 @@ impl Copy {
             bytes: p.usize("bytes")?,
             memory: memory.to_string(),
             pin_memory,
+            sharing_strategy,
         })
     }
 
@@ -103,6 +122,12 @@ impl Copy {
         if self.pin_memory && !batch {
             return Some(format!(
                 "pin_memory is a DataLoader's (memory = dataloader or accelerate), not memory = {}'s",
+                self.memory
+            ));
+        }
+        if self.sharing_strategy != "default" && !batch {
+            return Some(format!(
+                "sharing_strategy is a DataLoader's (memory = dataloader or accelerate), not memory = {}'s",
                 self.memory
             ));
         }

@@ -208,22 +208,25 @@ impl Case {
     }
 }
 
-/// Canonical text of a case: `op;name=value;...` in `params()` order. Hashing this text gives the
-/// case id, so the id is the same on every machine and in every run.
 /// Parameters added after runs were recorded: left out of a case's text (and id) at their
 /// default, so that the cases of earlier runs keep their ids (`compare`, `--resume`).
-const LATE_PARAMS: &[(OpKind, &str, Value)] = &[(OpKind::Copy, "pin_memory", Value::Bool(false))];
+fn late_param_at_default(op: OpKind, name: &str, v: &Value) -> bool {
+    match (op, name, v) {
+        (OpKind::Copy, "pin_memory", Value::Bool(b)) => !b,
+        (OpKind::Copy, "sharing_strategy", Value::Str(s)) => s == "default",
+        _ => false,
+    }
+}
 
+/// Canonical text of a case: `op;name=value;...` in `params()` order. Hashing this text gives the
+/// case id, so the id is the same on every machine and in every run.
 pub fn canonical_text(op: OpKind, values: &[Value]) -> String {
     // Built with pushes rather than `format!`: expansion makes one of these per case.
     let mut s = String::with_capacity(160);
     s.push_str(op.name());
     let mut ints = itoa::Buffer::new();
     for (def, v) in op.params().iter().zip(values) {
-        if LATE_PARAMS
-            .iter()
-            .any(|(o, name, at)| *o == op && *name == def.name && at == v)
-        {
+        if late_param_at_default(op, def.name, v) {
             continue;
         }
         s.push(';');

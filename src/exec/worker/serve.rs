@@ -124,6 +124,7 @@ pub fn probe_cases(compiles_kernels: bool) -> Vec<Case> {
         ("memory", Value::Str("pageable".into())),
         ("bytes", Value::Int(PROBE_ELEMENTS as i64 * 4)),
         ("pin_memory", Value::Bool(false)),
+        ("sharing_strategy", Value::Str("default".into())),
     ];
     cases.extend(probe_unit(OpKind::Copy, &copy));
     if compiles_kernels {
