@@ -54,6 +54,8 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
         "trials_b",
         "trial_spread_a",
         "trial_spread_b",
+        "chosen_a",
+        "chosen_b",
     ])
     .map_err(err)?;
     for u in &c.units {
@@ -76,6 +78,8 @@ pub fn csv_text(c: &Comparison) -> Result<String, CmdError> {
             &t(&u.b).map(|t| t.trials.to_string()).unwrap_or_default(),
             &spread_csv(t(&u.a)),
             &spread_csv(t(&u.b)),
+            u.a.as_ref().map_or("", |o| o.chosen.as_str()),
+            u.b.as_ref().map_or("", |o| o.chosen.as_str()),
         ])
         .map_err(err)?;
     }
@@ -124,6 +128,7 @@ pub fn markdown(c: &Comparison, plot: Option<&str>) -> String {
     s.push_str(&table(&runs(c), MD_ROWS));
     transitions(&mut s, c);
     throughput(&mut s, c, plot);
+    choices(&mut s, c);
     s.push_str("\n## Per op and solver\n\n");
     s.push_str(&table(&per_op_solver(c), MD_ROWS));
     only_in_one(&mut s, c);
@@ -287,6 +292,50 @@ fn ratios(c: &Comparison) -> Table {
         });
     }
     t
+}
+
+/// Where the library's own pick changed between the runs (rocm-libraries#12126, TheRock#2485:
+/// a release that stops choosing a solution), with the time effect, slower first.
+fn choices(s: &mut String, c: &Comparison) {
+    let changed = c.choice_changes();
+    if changed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n## The library's choice changed\n\n{} units where the solver left the library the choice (`default`) ran another solution in B than in A; the ones that got slower (beyond noise) first.\n",
+        changed.len()
+    );
+    let mut t = Table::new(&[
+        ("unit", false),
+        ("chosen in A", false),
+        ("chosen in B", false),
+        ("B / A throughput", true),
+        ("verdict", false),
+    ]);
+    for u in changed.iter().take(MD_ROWS) {
+        let chosen =
+            |o: &Option<Outcome>| o.as_ref().map_or(String::new(), |o| o.chosen.to_string());
+        t.push(vec![
+            unit_cell(u),
+            Cell::Text(chosen(&u.a)),
+            Cell::Text(chosen(&u.b)),
+            Cell::Text(
+                u.ratio
+                    .map(|(r, _)| format!("{r:.3}"))
+                    .unwrap_or_else(|| "-".into()),
+            ),
+            Cell::Text(u.ratio.map_or("not timed", |(_, v)| v.name()).to_string()),
+        ]);
+    }
+    s.push_str(&table(&t, MD_ROWS));
+    if changed.len() > MD_ROWS {
+        let _ = writeln!(
+            s,
+            "\n{} more in compare.csv (chosen_a, chosen_b).",
+            changed.len() - MD_ROWS
+        );
+    }
 }
 
 fn per_op_solver(c: &Comparison) -> Table {
