@@ -80,6 +80,21 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// From a GEMM run with the library's `default` and its named solutions timed
+    /// (`solver = ["default", "all"]`, trials >= 2), write the files that make the library take
+    /// its best solution where that beats the default beyond noise: hipBLASLt's
+    /// HIPBLASLT_TUNING_OVERRIDE_FILE, rocBLAS's ROCBLAS_TENSILE_GEMM_OVERRIDE_PATH, PyTorch
+    /// TunableOp's results file (validators from --python's torch), with tune.md and tune.csv.
+    Tune {
+        run_dir: PathBuf,
+        /// Where the files go (created; files of an earlier tuning there are replaced).
+        #[arg(long)]
+        out: PathBuf,
+        /// Apply each library file in fresh processes and keep only the rows where the library
+        /// ran the named solution and the time moved beyond noise.
+        #[arg(long)]
+        verify: bool,
+    },
     /// Read the convolutions and GEMMs a model runs from vendor logs and profiler traces (MIOpen,
     /// hipBLASLt, rocBLAS, cuBLASLt, cuDNN, PyTorch profiler, TunableOp) and write one sweep
     /// file per op into DIR, weighted by calls, with summary.md.

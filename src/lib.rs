@@ -31,4 +31,5 @@ pub mod selftest;
 pub mod spec;
 pub mod tensor;
 pub mod timing;
+pub mod tune;
 pub mod verify;

@@ -111,6 +111,21 @@ fn dispatch(command: Command, rocm: &[std::path::PathBuf]) -> i32 {
         | Command::Recommend { .. }
         | Command::Repro { .. }
         | Command::Import { .. }) => analysis_command(c),
+        Command::Tune {
+            run_dir,
+            out,
+            verify,
+        } => {
+            let o = rocsweep::tune::Options {
+                run_dir,
+                out,
+                verify,
+            };
+            match rocsweep::tune::command(&o) {
+                Ok(code) => code,
+                Err(e) => report(e),
+            }
+        }
         c => device_command(c),
     }
 }

@@ -4,6 +4,7 @@
 pub mod boundary;
 pub mod boundary_render;
 pub mod compare;
+pub mod default_best;
 pub mod effect;
 pub mod layers;
 pub mod noise;

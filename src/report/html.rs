@@ -115,6 +115,9 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         .map(|r| r.unit_id.as_str())
         .collect();
     for p in plots {
+        if p.heading == "Default against best" {
+            default_best(&mut h, f);
+        }
         plot(&mut h, p, map, &listed)?;
         if p.as_map
             && let Some((along, t)) = f.boundary_table()
@@ -238,6 +241,21 @@ fn which_layer(h: &mut String, f: &Facts) {
             escape(&script)
         );
     }
+}
+
+/// The library's default against its best solution per shape: the sentence and the table, its
+/// plot after them.
+fn default_best(h: &mut String, f: &Facts) {
+    let Some((line, t)) = table::default_best(f, MAX_TABLE_ROWS) else {
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<h2>Default against best</h2>\n<p><strong>{}</strong>.</p>\n<p class=\"note\">{}</p>",
+        escape(&line),
+        escape(table::DEFAULT_BEST_NOTE)
+    );
+    table(h, &t, MAX_TABLE_ROWS);
 }
 
 fn fastest_table(h: &mut String, f: &Facts) {

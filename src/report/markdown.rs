@@ -69,6 +69,7 @@ pub fn render(f: &Facts, files: &[PathBuf]) -> String {
     if let Some(note) = f.inferred_note() {
         let _ = writeln!(s, "\n## Inferred\n\n{note}");
     }
+    default_best(&mut s, f);
     fastest_table(&mut s, f);
     trees(&mut s, f);
     let _ = writeln!(s, "\n## Files\n\nIn {}:\n", cell(&f.dir_text()));
@@ -113,6 +114,20 @@ fn boundaries(s: &mut String, f: &Facts) {
         s,
         "\n## Boundaries along {along}\n\n{}\n",
         boundary_render::explanation(&along)
+    );
+    s.push_str(&table(&t, MAX_TABLE_ROWS));
+}
+
+/// The library's default against its best solution per shape, where the run timed both.
+fn default_best(s: &mut String, f: &Facts) {
+    let Some((line, t)) = table::default_best(f, MAX_TABLE_ROWS) else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\n## Default against best\n\n**{}**.\n\n{}\n",
+        cell(&line),
+        table::DEFAULT_BEST_NOTE
     );
     s.push_str(&table(&t, MAX_TABLE_ROWS));
 }

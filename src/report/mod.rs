@@ -5,10 +5,13 @@
 //! - heatmap.png/.svg: the safe-region map (see `heatmap` for the layout rules)
 //! - throughput.png/.svg: throughput against problem size per solver
 //! - counts.png/.svg: units per status for each env combination
+//! - default_best.png/.svg: the library's default against its best solution per shape (only
+//!   where the run timed both)
 //! - report.html: everything above in one self-contained page
 //! - summary.md: the same facts in Markdown
 
 mod counts;
+mod default_best;
 mod draw;
 mod facts;
 mod heatmap;
@@ -53,7 +56,7 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
     let map = heatmap::build(&f);
     let write_map = |f: &facts::Facts, dir: &Path| heatmap::write(f, map.as_ref(), dir);
     // (heading, writer, caption, shown in report.html as a map of links instead of the image)
-    let kinds: [(&'static str, &PlotFn<'_>, String, bool); 3] = [
+    let kinds: [(&'static str, &PlotFn<'_>, String, bool); 4] = [
         (
             "Safe region",
             &write_map,
@@ -74,6 +77,12 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
                 f.metric.rate_unit(),
                 f.metric.size_name()
             ),
+            false,
+        ),
+        (
+            "Default against best",
+            &default_best::write,
+            "Each bar one shape: the library's default time over its best named solution's, the default's largest loss first; red where the best beats the default beyond noise, amber where the default is more than 10 % slower but the noise could explain it, grey within 10 %.".to_string(),
             false,
         ),
     ];

@@ -421,3 +421,58 @@ pub fn counts(f: &Facts) -> Table {
     t.push_as(total, RowKind::Total, None);
     t
 }
+
+/// The library's default against its best named solution, per shape (issue 44): the sentence
+/// the section leads with and the table, the shapes where the default loses most first; None
+/// when no case has both a timed `default` and a timed named solution.
+pub fn default_best(f: &Facts, limit: usize) -> Option<(String, Table)> {
+    use crate::analyze::default_best as db;
+    let mut pairs = db::pairs(f.rows());
+    if pairs.is_empty() {
+        return None;
+    }
+    let line = db::tally(&pairs).line();
+    pairs.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+    let multi_env = f.envs.len() > 1;
+    let mut cols = vec![("case", false)];
+    if multi_env {
+        cols.push(("env", false));
+    }
+    cols.extend([
+        ("default picks", false),
+        ("default ms", true),
+        ("best solution", false),
+        ("best ms", true),
+        ("default / best", true),
+        ("beyond noise", false),
+    ]);
+    let mut t = Table::new(&cols).rest_in("results.csv");
+    t.left_out = pairs.len().saturating_sub(limit);
+    for p in pairs.iter().take(limit) {
+        let d = p.default;
+        let mut row = vec![Cell::Titled {
+            text: f.case_label(d),
+            title: format!("case {}", d.case_id),
+        }];
+        if multi_env {
+            row.push(Cell::Text(f.env_label(&d.env).to_string()));
+        }
+        row.extend([
+            Cell::or_dash(d.chosen.to_string()),
+            Cell::Num(d.median_ms.map(facts::ms).unwrap_or_default()),
+            Cell::Text(p.best.solver.to_string()),
+            Cell::Num(p.best.median_ms.map(facts::ms).unwrap_or_default()),
+            Cell::Num(format!("{:.3}", p.ratio)),
+            Cell::Text(if p.beats_default() {
+                "yes: the best is faster".into()
+            } else {
+                format!("no ({})", p.verdict.name())
+            }),
+        ]);
+        t.push(row);
+    }
+    Some((line, t))
+}
+
+/// What the default-against-best section says under its heading.
+pub const DEFAULT_BEST_NOTE: &str = "Each case that ran the library's own pick (`default`, what it picked in `default picks`) beside its named solutions (`solver = \"all\"`): the default's time against the fastest named solution's in the same env combination and tree. \"Beyond noise\" is the rule compare uses (trials needed); `rocsweep tune` writes the files that make a library take the best where it is.";

@@ -119,6 +119,40 @@ impl Params {
 }
 
 impl Row {
+    /// An empty `ok` row for unit tests to fill in.
+    #[cfg(test)]
+    pub fn for_tests() -> Row {
+        Row {
+            unit_id: Default::default(),
+            case_id: Default::default(),
+            op: "gemm".into(),
+            backend: Default::default(),
+            device: Default::default(),
+            solver: Default::default(),
+            env: Default::default(),
+            rocm: Default::default(),
+            status: crate::results::status::Status::Ok,
+            phase: Default::default(),
+            error: Default::default(),
+            reference: Default::default(),
+            max_abs_err: None,
+            max_rel_err: None,
+            median_ms: None,
+            samples: None,
+            trials: None,
+            trial_ms: Vec::new(),
+            gflops: None,
+            gbps: None,
+            workspace_bytes: None,
+            chosen: Default::default(),
+            stable: Default::default(),
+            unstable: Default::default(),
+            flops: None,
+            bytes: None,
+            params: Params::from_pairs::<&str, &str>([]),
+        }
+    }
+
     pub fn param(&self, name: &str) -> Option<&str> {
         self.params.get(name)
     }

@@ -6,6 +6,7 @@
 //! rocsweep commands and the one-unit sweep file in `sweep`.
 
 mod sweep;
+pub use sweep::env_vars;
 mod tools;
 
 use crate::error::CmdError;

@@ -220,7 +220,7 @@ fn selects_exactly(
 }
 
 /// The unit's env combination: from the manifest when it lists it, else parsed from the CSV.
-pub(super) fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
+pub fn env_vars(run: &RunData, row: &Row) -> Vec<(String, String)> {
     run.manifest
         .env_combos
         .iter()

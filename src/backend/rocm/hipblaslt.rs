@@ -9,7 +9,7 @@ use super::loader::{self, Owned};
 use crate::backend::UnitError;
 use crate::backend::engine::ffi::api;
 use crate::dtype::DType;
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 pub const SONAMES: &[&str] = &["libhipblaslt.so.1", "libhipblaslt.so.0", "libhipblaslt.so"];
@@ -71,6 +71,7 @@ api! {
         }
         optional {
             hipblasLtGetVersion: fn(H, *mut c_int) -> c_int;
+            hipblasLtGetGitRevision: fn(H, *mut c_char) -> c_int;
         }
     }
 }
@@ -137,6 +138,8 @@ pub struct Hipblaslt {
     pub enums: Enums,
     /// hipblasLtGetVersion's value, where the library answered.
     pub version: Option<c_int>,
+    /// hipblasLtGetGitRevision's answer: the `Git Version` its override file must carry.
+    pub git: Option<String>,
 }
 
 pub type HipblasltRef = Arc<Hipblaslt>;
@@ -153,12 +156,13 @@ impl Hipblaslt {
         }
         let l = loader::open(SONAMES).map_err(|e| format!("hipBLASLt (libhipblaslt) {e}"))?;
         let api = HipblasltApi::load(l.lib).map_err(|e| format!("{}: {e}", l.path))?;
-        let version = library_version(&api);
+        let (version, git) = library_version(&api);
         Ok(Arc::new(Hipblaslt {
             enums: Enums::for_library(version, hip_version.0),
             api,
             path: l.path,
             version,
+            git,
         }))
     }
 
@@ -174,20 +178,34 @@ impl Hipblaslt {
     }
 }
 
-/// hipblasLtGetVersion through a handle of its own (the call needs one).
-fn library_version(api: &HipblasltApi) -> Option<c_int> {
-    let f = api.hipblasLtGetVersion?;
+/// hipblasLtGetVersion and hipblasLtGetGitRevision through a handle of their own (the calls
+/// need one).
+fn library_version(api: &HipblasltApi) -> (Option<c_int>, Option<String>) {
     let mut h: H = std::ptr::null_mut();
     // SAFETY: an out-pointer to a live handle variable.
     if unsafe { (api.hipblasLtCreate)(&mut h) } != 0 || h.is_null() {
-        return None;
+        return (None, None);
     }
-    let mut v: c_int = 0;
-    // SAFETY: a live handle and an out-pointer to a live int.
-    let rc = unsafe { f(h, &mut v) };
+    let version = api.hipblasLtGetVersion.and_then(|f| {
+        let mut v: c_int = 0;
+        // SAFETY: a live handle and an out-pointer to a live int.
+        let rc = unsafe { f(h, &mut v) };
+        (rc == 0 && v > 0).then_some(v)
+    });
+    let git = api.hipblasLtGetGitRevision.and_then(|f| {
+        // hipBLASLt copies the revision with strcpy: a buffer far longer than a git hash.
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: a live handle and a 256-byte buffer, NUL-terminated by the last byte.
+        let rc = unsafe { f(h, buf.as_mut_ptr()) };
+        buf[255] = 0;
+        // SAFETY: NUL-terminated above.
+        let s = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+        let s = s.to_string_lossy().trim().to_string();
+        (rc == 0 && !s.is_empty()).then_some(s)
+    });
     // SAFETY: created above, destroyed once.
     unsafe { (api.hipblasLtDestroy)(h) };
-    (rc == 0 && v > 0).then_some(v)
+    (version, git)
 }
 
 pub fn status_name(rc: c_int) -> String {

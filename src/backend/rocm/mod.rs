@@ -93,6 +93,9 @@ fn pci_bus_id(hip: &Hip) -> Result<String, String> {
     Ok(engine::ffi::c_str_in(&buf))
 }
 
+/// The manifest's name for hipBLASLt's git revision (hipblasLtGetGitRevision).
+pub const HIPBLASLT_GIT: &str = "hipBLASLt git revision";
+
 /// ROCm-related variables recorded in the manifest (the ones that change what the stack does).
 pub const ENV_VARS: &[&str] = &[
     "ROCM_PATH",
@@ -104,6 +107,11 @@ pub const ENV_VARS: &[&str] = &[
     "HIP_FORCE_COARSE_GRAIN",
     "AMD_LOG_LEVEL",
     "HIPBLASLT_LOG_LEVEL",
+    "HIPBLASLT_TUNING_OVERRIDE_FILE",
+    "ROCBLAS_TENSILE_GEMM_OVERRIDE_PATH",
+    "PYTORCH_TUNABLEOP_ENABLED",
+    "PYTORCH_TUNABLEOP_TUNING",
+    "PYTORCH_TUNABLEOP_FILENAME",
     "TORCH_BLAS_PREFER_HIPBLASLT",
     "MIOPEN_FIND_MODE",
     "MIOPEN_FIND_ENFORCE",
@@ -196,6 +204,10 @@ fn describe_stack(hip: &Hip, libs: &Libs, v: &mut BTreeMap<String, String>) {
     ];
     for (name, text) in rows {
         v.insert(name.to_string(), text);
+    }
+    // The `Git Version` a hipBLASLt override file must carry (`rocsweep tune`).
+    if let Some(git) = libs.hipblaslt.as_ref().ok().and_then(|l| l.git.clone()) {
+        v.insert(HIPBLASLT_GIT.to_string(), git);
     }
     for var in ENV_VARS {
         if let Ok(val) = std::env::var(var) {

@@ -29,6 +29,7 @@ mod miopen;
 mod miopen_conv;
 mod miopen_exports;
 mod model;
+mod overrides;
 mod rocblas;
 mod rtc_source;
 

@@ -39,6 +39,7 @@ struct RawVersions {
     hip: String,
     miopen: String,
     hipblaslt: String,
+    hipblaslt_git: String,
     rocblas: String,
     hiprand: Option<String>,
 }
@@ -49,6 +50,7 @@ impl Default for RawVersions {
             hip: "6.2.41133".into(),
             miopen: "3.2.0".into(),
             hipblaslt: "0.8.0".into(),
+            hipblaslt_git: "fake0a1".into(),
             rocblas: "4.2.0".into(),
             hiprand: None,
         }
@@ -87,6 +89,8 @@ pub struct Versions {
     pub hip: Version,
     pub miopen: Version,
     pub hipblaslt: Version,
+    /// hipblasLtGetGitRevision's answer (the override file's `Git Version`).
+    pub hipblaslt_git: String,
     pub rocblas: String,
     pub hiprand: Version,
 }
@@ -115,11 +119,17 @@ impl Default for Miopen {
 #[serde(default, deny_unknown_fields)]
 pub struct Hipblaslt {
     pub algos: i32,
+    /// Times the GEMM is computed by the algorithm at each rank (a slower solution costs real
+    /// time); ranks past the list compute it once.
+    pub repeat: Vec<u32>,
 }
 
 impl Default for Hipblaslt {
     fn default() -> Self {
-        Hipblaslt { algos: 4 }
+        Hipblaslt {
+            algos: 4,
+            repeat: Vec::new(),
+        }
     }
 }
 
@@ -174,6 +184,7 @@ impl Model {
             miopen: Version::parse(&v.miopen).map_err(|e| format!("versions.miopen: {e}"))?,
             hipblaslt: Version::parse(&v.hipblaslt)
                 .map_err(|e| format!("versions.hipblaslt: {e}"))?,
+            hipblaslt_git: v.hipblaslt_git.clone(),
             rocblas: v.rocblas.clone(),
             hiprand,
         };

@@ -1,0 +1,293 @@
+//! `rocsweep tune RUN_DIR --out DIR`: from a run that timed the library's `default` beside its
+//! named solutions (`solver = ["default", "all"]`), the files a library or framework loads to
+//! take the best solution, written only for the shapes where the best beats the default beyond
+//! noise (`analyze::default_best`), each with its evidence (tune.md, tune.csv):
+//! - [`hipblaslt`], `HIPBLASLT_TUNING_OVERRIDE_FILE`;
+//! - [`rocblas`], `ROCBLAS_TENSILE_GEMM_OVERRIDE_PATH`;
+//! - [`tunableop`], PyTorch TunableOp's results file, validators from the target Python.
+//!
+//! With `--verify` each library file is proven in fresh processes ([`verify`]) and a row that
+//! does not hold is dropped. MIOpen gets no file: its db formats and names are bound to its
+//! version; `recommend` writes its env-var profile.
+
+pub mod evidence;
+pub mod hipblaslt;
+pub mod rocblas;
+pub mod shape;
+pub mod tunableop;
+pub mod verify;
+
+use crate::analyze::default_best::{self, Pair};
+use crate::error::CmdError;
+use crate::op::gemm::Gemm;
+use crate::results::rundata::RunData;
+use shape::Blas;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use tunableop::Lib;
+use verify::Check;
+
+/// One shape whose best named solution beats the library's default beyond noise.
+pub struct Tuned<'a> {
+    pub pair: Pair<'a>,
+    pub gemm: Gemm,
+    pub blas: Blas,
+    /// The library and solution index the best solver names (None: no file can name it).
+    pub target: Option<(Lib, i64)>,
+    /// Per file: written (Ok) or why the file leaves the shape out.
+    pub files: BTreeMap<&'static str, Result<(), String>>,
+    /// Per verified file: what the verification found.
+    pub checks: BTreeMap<&'static str, Check>,
+}
+
+/// The library and solution index of a solver name (`hipblaslt#2-sol1002`, `rocblas#0-sol-1244`).
+pub fn target_of(solver: &str) -> Option<(Lib, i64)> {
+    let (lib, rest) = if let Some(r) = solver.strip_prefix("hipblaslt#") {
+        (Lib::Hipblaslt, r)
+    } else {
+        (Lib::Rocblas, solver.strip_prefix("rocblas#")?)
+    };
+    let (_, index) = rest.split_once("-sol")?;
+    Some((lib, index.parse().ok()?))
+}
+
+/// What `chosen` says when the library ran `index` as its own pick.
+pub fn chosen_text(lib: Lib, index: i64) -> String {
+    match lib {
+        Lib::Hipblaslt => format!("hipblaslt solution index={index}"),
+        Lib::Rocblas => format!("rocblas solution index={index}"),
+    }
+}
+
+pub struct Options {
+    pub run_dir: PathBuf,
+    pub out: PathBuf,
+    pub verify: bool,
+}
+
+pub fn command(o: &Options) -> Result<i32, CmdError> {
+    let run = RunData::load(&o.run_dir)?;
+    if run.manifest.sweep.op != "gemm" {
+        return Err(CmdError::BadInput(format!(
+            "{}: a {} run; tune writes GEMM solution files (hipBLASLt, rocBLAS, PyTorch TunableOp). For MIOpen's convolutions, `rocsweep recommend` writes the env-var profile: MIOpen's db files are bound to its version and rocsweep writes none",
+            o.run_dir.display(),
+            run.manifest.sweep.op
+        )));
+    }
+    let pairs = default_best::pairs(&run.rows);
+    if pairs.is_empty() {
+        return Err(CmdError::BadInput(format!(
+            "{}: no GEMM with both `default` and named solutions timed ok, so there is no best to hand the library; run the sweep with solver = [\"default\", \"all\"] and --trials 3",
+            o.run_dir.display()
+        )));
+    }
+    let mut tuned: Vec<Tuned> = Vec::new();
+    for p in pairs.iter().filter(|p| p.beats_default()) {
+        let gemm = shape::gemm_of(p.default).map_err(CmdError::BadInput)?;
+        tuned.push(Tuned {
+            pair: p.clone(),
+            blas: Blas::of(&gemm),
+            gemm,
+            target: target_of(&p.best.solver),
+            files: BTreeMap::new(),
+            checks: BTreeMap::new(),
+        });
+    }
+    let files = write_files(&run, &mut tuned, &o.out)?;
+    if !tuned.is_empty() && files.is_empty() {
+        return Err(CmdError::BadInput(refusal(&tuned)));
+    }
+    if o.verify {
+        for f in &files {
+            verify_file(&run, &mut tuned, f, &o.out)?;
+        }
+        // The files again, with only the rows that held.
+        write_files(&run, &mut tuned, &o.out)?;
+    }
+    let md = evidence::write(&run, &pairs, &tuned, &o.out, o.verify)?;
+    crate::sayln!("{}", evidence::headline(&pairs, &tuned, o.verify));
+    crate::sayln!("written: {}", md.display());
+    Ok(crate::exit::OK)
+}
+
+/// Why no file could be written for any tuned shape.
+fn refusal(tuned: &[Tuned]) -> String {
+    let mut why: Vec<String> = tuned
+        .iter()
+        .flat_map(|t| {
+            let solver = format!("solver {}", t.pair.best.solver);
+            t.files
+                .values()
+                .filter_map(|r| r.as_ref().err().cloned())
+                .chain(t.target.is_none().then(|| {
+                    format!("{solver}: no file a library or framework reads can name it (only hipBLASLt's and rocBLAS's solutions can be)")
+                }))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    why.sort();
+    why.dedup();
+    format!(
+        "{} shapes have a best solution beyond noise, but no file can hand it to the library: {}",
+        tuned.len(),
+        why.join("; ")
+    )
+}
+
+/// The library files a tuning writes and how each is verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileKind {
+    pub name: &'static str,
+    pub lib: Lib,
+    pub var: &'static str,
+}
+
+const LIBRARY_FILES: [FileKind; 2] = [
+    FileKind {
+        name: hipblaslt::FILE,
+        lib: Lib::Hipblaslt,
+        var: hipblaslt::VAR,
+    },
+    FileKind {
+        name: rocblas::FILE,
+        lib: Lib::Rocblas,
+        var: rocblas::VAR,
+    },
+];
+
+/// Writes every file that has rows (a shape a verification dropped is left out) and returns the
+/// library files written; records per shape which file took it or why not.
+fn write_files(run: &RunData, tuned: &mut [Tuned], out: &Path) -> Result<Vec<FileKind>, CmdError> {
+    let versions = &run.manifest.backend_info("rocm").versions;
+    let mut written = Vec::new();
+    for kind in LIBRARY_FILES {
+        let text = match kind.lib {
+            Lib::Hipblaslt => hipblaslt::build(versions, tuned),
+            Lib::Rocblas => rocblas::build(versions, tuned),
+        };
+        if let Some(text) = text {
+            write(out, kind.name, &text)?;
+            written.push(kind);
+        } else {
+            remove_stale(out, kind.name)?;
+        }
+    }
+    let git = versions.get(crate::backend::rocm::HIPBLASLT_GIT).cloned();
+    if tuned.iter().any(|t| t.target.is_some()) {
+        let python = crate::backend::torch::choose_python().0;
+        match tunableop::read(&python).map(|torch| tunableop_rows(&torch, tuned, git.as_deref())) {
+            Ok(Some(text)) => write(out, tunableop::FILE, &text)?,
+            Ok(None) => remove_stale(out, tunableop::FILE)?,
+            Err(why) => {
+                for t in tuned.iter_mut().filter(|t| t.target.is_some()) {
+                    t.files.insert(tunableop::FILE, Err(why.clone()));
+                }
+                remove_stale(out, tunableop::FILE)?;
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// The TunableOp file's text for the tuned shapes it can name (None: none).
+fn tunableop_rows(
+    torch: &tunableop::Torch,
+    tuned: &mut [Tuned],
+    git: Option<&str>,
+) -> Option<String> {
+    let mut rows = Vec::new();
+    for t in tuned.iter_mut() {
+        let Some((lib, index)) = t.target else {
+            continue;
+        };
+        let dropped = t.checks.values().any(|c| matches!(c, Check::Dropped(_)));
+        let r = match torch.refuses(lib, git) {
+            Some(why) => Err(why),
+            None if dropped => Err("its library file's verification dropped it".into()),
+            None => {
+                let types = (t.gemm.dtype, t.gemm.out_dtype, t.gemm.compute);
+                let ms = t.pair.best.median_ms.unwrap_or(0.0);
+                torch
+                    .row(&t.blas, types, lib, index, ms)
+                    .map(|row| rows.push(row))
+            }
+        };
+        t.files.insert(tunableop::FILE, r);
+    }
+    (!rows.is_empty()).then(|| torch.text(&rows))
+}
+
+fn write(out: &Path, name: &str, text: &str) -> Result<(), CmdError> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", out.display())))?;
+    let p = out.join(name);
+    crate::results::atomic::write(&p, text)
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", p.display())))
+}
+
+/// A file an earlier tuning wrote into `out` that this one has no rows for.
+fn remove_stale(out: &Path, name: &str) -> Result<(), CmdError> {
+    let p = out.join(name);
+    match std::fs::remove_file(&p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CmdError::Failure(format!("{}: {e}", p.display()))),
+    }
+}
+
+/// Verifies one library file: its shapes, per env combination, in fresh processes.
+fn verify_file(
+    run: &RunData,
+    tuned: &mut [Tuned],
+    kind: &FileKind,
+    out: &Path,
+) -> Result<(), CmdError> {
+    let file = std::path::absolute(out.join(kind.name))
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", out.display())))?;
+    let in_file = |t: &Tuned| matches!(t.files.get(kind.name), Some(Ok(())));
+    let mut envs: Vec<String> = tuned
+        .iter()
+        .filter(|t| in_file(t))
+        .map(|t| t.pair.default.env.to_string())
+        .collect();
+    envs.sort();
+    envs.dedup();
+    let lib = match kind.lib {
+        Lib::Hipblaslt => "hipblaslt",
+        Lib::Rocblas => "rocblas",
+    };
+    let mut found: HashMap<(String, String), Check> = HashMap::new();
+    for (i, env) in envs.iter().enumerate() {
+        let wants: Vec<verify::Want> = tuned
+            .iter()
+            .filter(|t| in_file(t) && t.pair.default.env.as_str() == env)
+            .filter_map(|t| {
+                let (l, index) = t.target?;
+                Some(verify::Want {
+                    default: t.pair.default,
+                    chosen: chosen_text(l, index),
+                })
+            })
+            .collect();
+        let label = if envs.len() > 1 {
+            format!("{lib}-{}", i + 1)
+        } else {
+            lib.to_string()
+        };
+        let dir = verify::dir(out, &label)?;
+        for (case, check) in verify::run(run, &wants, (kind.var, &file), &label, &dir)? {
+            found.insert((env.clone(), case), check);
+        }
+    }
+    for t in tuned.iter_mut().filter(|t| in_file(t)) {
+        let key = (
+            t.pair.default.env.to_string(),
+            t.pair.default.case_id.to_string(),
+        );
+        let check = found
+            .remove(&key)
+            .unwrap_or_else(|| Check::Dropped("not verified".into()));
+        t.checks.insert(kind.name, check);
+    }
+    Ok(())
+}
