@@ -256,26 +256,45 @@ fn verify_file(
         Lib::Hipblaslt => "hipblaslt",
         Lib::Rocblas => "rocblas",
     };
-    let mut found: HashMap<(String, String), Check> = HashMap::new();
-    for (i, env) in envs.iter().enumerate() {
-        let wants: Vec<verify::Want> = tuned
+    let proof = match kind.lib {
+        Lib::Hipblaslt => verify::Proof::Chosen,
+        // rocBLAS does not say which solution its own pick ran; Tensile logs an override it
+        // applies, so each shape runs alone.
+        Lib::Rocblas => verify::Proof::Log {
+            var: "TENSILE_DB",
+            value: "0x40000",
+            line: "Override found for problem",
+        },
+    };
+    let mut groups: Vec<Vec<verify::Want>> = Vec::new();
+    for env in &envs {
+        let wants = tuned
             .iter()
             .filter(|t| in_file(t) && t.pair.default.env.as_str() == env)
             .filter_map(|t| {
                 let (l, index) = t.target?;
                 Some(verify::Want {
                     default: t.pair.default,
-                    chosen: chosen_text(l, index),
+                    chosen: matches!(proof, verify::Proof::Chosen).then(|| chosen_text(l, index)),
                 })
-            })
-            .collect();
-        let label = if envs.len() > 1 {
+            });
+        match proof {
+            verify::Proof::Chosen => groups.push(wants.collect()),
+            verify::Proof::Log { .. } => groups.extend(wants.map(|w| vec![w])),
+        }
+    }
+    let mut found: HashMap<(String, String), Check> = HashMap::new();
+    for (i, wants) in groups.iter().enumerate() {
+        let label = if groups.len() > 1 {
             format!("{lib}-{}", i + 1)
         } else {
             lib.to_string()
         };
+        let Some(env) = wants.first().map(|w| w.default.env.to_string()) else {
+            continue;
+        };
         let dir = verify::dir(out, &label)?;
-        for (case, check) in verify::run(run, &wants, (kind.var, &file), &label, &dir)? {
+        for (case, check) in verify::run(run, wants, (kind.var, &file), (&label, proof), &dir)? {
             found.insert((env.clone(), case), check);
         }
     }

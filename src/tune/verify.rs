@@ -27,14 +27,29 @@ pub enum Check {
 }
 
 /// A shape to verify: its row in the run and the `chosen` text the library gives when it runs
-/// the row's solution.
+/// the row's solution (None where the library does not say which it ran: rocBLAS's own pick;
+/// then its log line proves it, [`Proof::Log`]).
 pub struct Want<'a> {
     pub default: &'a Row,
-    pub chosen: String,
+    pub chosen: Option<String>,
+}
+
+/// How a verification run proves the library took the file's row.
+#[derive(Clone, Copy, Debug)]
+pub enum Proof {
+    /// The `chosen` column names the solution.
+    Chosen,
+    /// The library logs this line (its log switched on by `var` = `value`) in the run's worker
+    /// logs: a run of one shape, so the line is that shape's.
+    Log {
+        var: &'static str,
+        value: &'static str,
+        line: &'static str,
+    },
 }
 
 /// The sweep that runs `wants` (one env combination's) again with `var` = `file`.
-fn sweep(run: &RunData, wants: &[Want], var: &str, file: &Path, lib: &str) -> String {
+fn sweep(run: &RunData, wants: &[Want], var: &str, file: &Path, lib: &str, proof: Proof) -> String {
     let m = &run.manifest;
     let mut s = format!(
         "# rocsweep tune --verify: the tuned shapes of {} with {var} set.\nname = {}\nop = \"gemm\"\n",
@@ -67,6 +82,9 @@ fn sweep(run: &RunData, wants: &[Want], var: &str, file: &Path, lib: &str) -> St
         toml_key(var),
         toml_string(&file.display().to_string())
     );
+    if let Proof::Log { var, value, .. } = proof {
+        let _ = writeln!(s, "{} = {}", toml_key(var), toml_string(value));
+    }
     s.push_str(&policies_toml(&m.policies));
     s
 }
@@ -86,7 +104,7 @@ pub fn run(
     run: &RunData,
     wants: &[Want],
     (var, file): (&str, &Path),
-    lib: &str,
+    (lib, proof): (&str, Proof),
     dir: &Path,
 ) -> Result<HashMap<String, Check>, CmdError> {
     let Some(first) = wants.first() else {
@@ -96,7 +114,7 @@ pub fn run(
         CmdError::Failure(format!("{}: {e}", what.display()))
     };
     let sweep_path = dir.with_extension("toml");
-    crate::results::atomic::write(&sweep_path, sweep(run, wants, var, file, lib))
+    crate::results::atomic::write(&sweep_path, sweep(run, wants, var, file, lib, proof))
         .map_err(|e| fail(&sweep_path, &e))?;
     let exe = std::env::current_exe().map_err(|e| fail(Path::new("rocsweep"), &e))?;
     let mut c = Command::new(exe);
@@ -131,10 +149,34 @@ pub fn run(
     let floor = noise::floor(&run.rows)
         .unwrap_or(0.0)
         .max(noise::floor(&after.rows).unwrap_or(0.0));
+    let logged = match proof {
+        Proof::Log { var, value, line } if !logs_say(dir, line) => Some(format!(
+            "the library never logged `{line}` ({var}={value}) in the verification's worker logs: it did not take the file's row"
+        )),
+        _ => None,
+    };
     Ok(wants
         .iter()
-        .map(|w| (w.default.case_id.to_string(), judge(w, &after.rows, floor)))
+        .map(|w| {
+            let check = match &logged {
+                Some(why) => Check::Dropped(why.clone()),
+                None => judge(w, &after.rows, floor),
+            };
+            (w.default.case_id.to_string(), check)
+        })
         .collect())
+}
+
+/// Whether a worker log of the run in `dir` holds `line`.
+fn logs_say(dir: &Path, line: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir.join("workers")) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        std::fs::read(e.path())
+            .map(|b| String::from_utf8_lossy(&b).contains(line))
+            .unwrap_or(false)
+    })
 }
 
 /// One shape: the library must have run the named solution, and the time moved beyond noise.
@@ -145,15 +187,16 @@ fn judge(w: &Want, after: &[Row], floor: f64) -> Check {
     else {
         return Check::Dropped("the verification run has no row for it".into());
     };
-    if row.chosen.as_str() != w.chosen {
+    if let Some(want) = &w.chosen
+        && row.chosen.as_str() != want
+    {
         return Check::Dropped(format!(
-            "the library ran `{}`, not `{}`: it did not take the file's row",
+            "the library ran `{}`, not `{want}`: it did not take the file's row",
             if row.chosen.is_empty() {
                 "(nothing said)"
             } else {
                 row.chosen.as_str()
             },
-            w.chosen
         ));
     }
     let (Some(before), Some(now)) = (Timing::of(w.default), Timing::of(row)) else {

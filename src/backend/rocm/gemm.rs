@@ -150,9 +150,9 @@ fn index(h: &HeuristicResult) -> i32 {
 /// The heuristic's algorithms as solver names, then rocBLAS. Where hipBLASLt cannot even list
 /// (missing, or NOT_SUPPORTED for the shape) the plain `hipblaslt` unit records why.
 pub fn enumerate(
-    _dev: &DevRef,
+    dev: &DevRef,
     lt_lib: &Lib<HipblasltRef>,
-    _rb: &Lib<RocblasRef>,
+    rb_lib: &Lib<RocblasRef>,
     p: &Gemm,
 ) -> Vec<String> {
     let mut v: Vec<String> = match lt_lib
@@ -164,12 +164,25 @@ pub fn enumerate(
         _ => vec!["hipblaslt".into()],
     };
     v.push("rocblas".into());
+    if let Ok(rb) = rb_lib.as_ref()
+        && let Ok(list) = super::rocblas_gemm::solutions(dev, rb, p)
+    {
+        v.extend(super::rocblas_gemm::RB.names(&list, |i| *i));
+    }
     v
 }
 
 enum Call {
-    Lt { plan: Plan, algo: HeuristicResult },
-    Rocblas { lib: RocblasRef, handle: rb::Handle },
+    Lt {
+        plan: Plan,
+        algo: HeuristicResult,
+    },
+    Rocblas {
+        lib: RocblasRef,
+        handle: rb::Handle,
+        /// A solution by index (`rocblas#R-solN`), else rocBLAS's own pick.
+        solution: Option<i32>,
+    },
 }
 
 pub fn prepare(
@@ -186,8 +199,8 @@ pub fn prepare(
     let call = if solver == "default" {
         GemmCall::new(dev, lt_lib, rb_lib, p)?
     } else {
-        let (call, ws_bytes) = if solver == "rocblas" {
-            rocblas_call(dev, rb_lib, p)?
+        let (call, ws_bytes) = if solver == "rocblas" || solver.starts_with("rocblas#") {
+            rocblas_call(dev, rb_lib, p, solver)?
         } else {
             hipblaslt_call(lt_lib, p, solver)?
         };
@@ -203,11 +216,13 @@ pub fn prepare(
     Ok(engine::run::prepare(dev, call, ops))
 }
 
-/// The `rocblas` solver: a rocBLAS handle on the device's stream (no workspace).
+/// The `rocblas` solver (rocBLAS's own pick) or `rocblas#<rank>-sol<index>` (that solution, checked
+/// to be the one rocBLAS lists at that rank): a rocBLAS handle on the device's stream.
 fn rocblas_call(
     dev: &DevRef,
     rb_lib: &Lib<RocblasRef>,
     p: &Gemm,
+    solver: &str,
 ) -> Result<(Call, usize), UnitError> {
     if p.compute == DType::Tf32 {
         return Err(UnitError::Unsupported(
@@ -215,8 +230,21 @@ fn rocblas_call(
         ));
     }
     let lib = need(rb_lib, "rocblas")?;
+    let solution = if solver == "rocblas" {
+        None
+    } else {
+        let list = super::rocblas_gemm::solutions(dev, &lib, p)?;
+        Some(super::rocblas_gemm::pick(&list, solver)?)
+    };
     let handle = rb::handle(&lib, dev.stream.raw)?;
-    Ok((Call::Rocblas { lib, handle }, 0))
+    Ok((
+        Call::Rocblas {
+            lib,
+            handle,
+            solution,
+        },
+        0,
+    ))
 }
 
 /// A `hipblaslt` or `hipblaslt#<rank>-sol<index>` solver: the heuristic's algorithm at that rank
@@ -246,7 +274,11 @@ fn launch(
 ) -> Result<(), UnitError> {
     match call {
         Call::Lt { plan, algo } => launch_lt(dev, plan, algo, pa, pb, pc, ws),
-        Call::Rocblas { lib, handle } => launch_rocblas(lib, handle, p, pa, pb, pc),
+        Call::Rocblas {
+            lib,
+            handle,
+            solution,
+        } => super::rocblas_gemm::launch(lib, handle, p, (pa, pb, pc), *solution),
     }
 }
 
@@ -289,69 +321,6 @@ fn launch_lt(
     plan.lib.check(rc, "hipblasLtMatmul")
 }
 
-/// One rocblas_gemm_strided_batched_ex (rocBLAS picks its own algorithm) on the handle's stream.
-fn launch_rocblas(
-    lib: &RocblasRef,
-    handle: &rb::Handle,
-    p: &Gemm,
-    pa: *const c_void,
-    pb: *const c_void,
-    pc: *mut c_void,
-) -> Result<(), UnitError> {
-    let ty = |d: DType| match d {
-        DType::F16 => rb::F16,
-        DType::Bf16 => rb::BF16,
-        _ => rb::F32,
-    };
-    let one = Scalars::ONE;
-    let (al, be) = one.ptrs(p.compute == DType::F16);
-    let compute = if p.compute == DType::F16 {
-        rb::F16
-    } else {
-        rb::F32
-    };
-    let ((ar, ac), (br, bc)) = col_major(p);
-    let int = |v: usize| {
-        c_int::try_from(v).map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
-    };
-    let op = |t: bool| if t { rb::OP_T } else { rb::OP_N };
-    // SAFETY: live handle and device buffers sized for the column-major view.
-    let rc = unsafe {
-        (lib.api.rocblas_gemm_strided_batched_ex)(
-            handle.raw,
-            op(p.trans_b),
-            op(p.trans_a),
-            int(p.n)?,
-            int(p.m)?,
-            int(p.k)?,
-            al,
-            pb,
-            ty(p.dtype),
-            int(ar.max(1))?,
-            (ar * ac) as i64,
-            pa,
-            ty(p.dtype),
-            int(br.max(1))?,
-            (br * bc) as i64,
-            be,
-            pc.cast_const(),
-            ty(p.out_dtype),
-            int(p.n.max(1))?,
-            (p.n * p.m) as i64,
-            pc,
-            ty(p.out_dtype),
-            int(p.n.max(1))?,
-            (p.n * p.m) as i64,
-            int(p.batch)?,
-            compute,
-            rb::ALGO_STANDARD,
-            0,
-            0,
-        )
-    };
-    lib.check(rc, "rocblas_gemm_strided_batched_ex")
-}
-
 /// A configured GEMM: the solver's library and algorithm, and its workspace; launchable on any
 /// operands (the graph op's too).
 pub struct GemmCall {
@@ -382,7 +351,14 @@ impl GemmCall {
             None => {
                 let lib = need(rb_lib, "rocblas")?;
                 let handle = rb::handle(&lib, dev.stream.raw)?;
-                (Call::Rocblas { lib, handle }, 0)
+                (
+                    Call::Rocblas {
+                        lib,
+                        handle,
+                        solution: None,
+                    },
+                    0,
+                )
             }
         };
         Ok(GemmCall {
@@ -411,7 +387,7 @@ impl engine::run::Call for GemmCall {
     fn chosen(&self) -> String {
         match &self.call {
             Call::Lt { algo, .. } => format!("hipblaslt solution index={}", algo.algo.index()),
-            Call::Rocblas { .. } => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
+            Call::Rocblas { solution, .. } => super::rocblas_gemm::chosen(*solution),
         }
     }
 

@@ -23,6 +23,7 @@ pub mod loader;
 mod miopen;
 pub mod provenance;
 mod rocblas;
+mod rocblas_gemm;
 pub mod runtime;
 pub mod smi;
 pub mod solvers;

@@ -22,6 +22,8 @@ pub const F16: c_int = 150;
 pub const F32: c_int = 151;
 pub const BF16: c_int = 168;
 pub const ALGO_STANDARD: c_int = 0;
+/// `rocblas_gemm_algo_solution_index`: run the solution `solution_index` names.
+pub const ALGO_SOLUTION_INDEX: c_int = 1;
 const NOT_IMPLEMENTED: c_int = 2;
 
 api! {
@@ -43,6 +45,33 @@ api! {
         }
         optional {
             rocblas_get_version_string: fn(*mut c_char, usize) -> c_int;
+            rocblas_gemm_ex: fn(
+                Ptr, c_int, c_int, c_int, c_int, c_int, *const c_void,
+                *const c_void, c_int, c_int,
+                *const c_void, c_int, c_int,
+                *const c_void,
+                *const c_void, c_int, c_int,
+                Ptr, c_int, c_int,
+                c_int, c_int, i32, u32,
+            ) -> c_int;
+            rocblas_gemm_ex_get_solutions: fn(
+                Ptr, c_int, c_int, c_int, c_int, c_int, *const c_void,
+                *const c_void, c_int, c_int,
+                *const c_void, c_int, c_int,
+                *const c_void,
+                *const c_void, c_int, c_int,
+                Ptr, c_int, c_int,
+                c_int, c_int, u32, *mut c_int, *mut c_int,
+            ) -> c_int;
+            rocblas_gemm_strided_batched_ex_get_solutions: fn(
+                Ptr, c_int, c_int, c_int, c_int, c_int, *const c_void,
+                *const c_void, c_int, c_int, i64,
+                *const c_void, c_int, c_int, i64,
+                *const c_void,
+                *const c_void, c_int, c_int, i64,
+                Ptr, c_int, c_int, i64,
+                c_int, c_int, c_int, u32, *mut c_int, *mut c_int,
+            ) -> c_int;
         }
     }
 }

@@ -31,6 +31,7 @@ mod miopen_exports;
 mod model;
 mod overrides;
 mod rocblas;
+mod rocblas_gemm;
 mod rtc_source;
 
 use std::collections::BTreeMap;

@@ -133,6 +133,24 @@ impl Default for Hipblaslt {
     }
 }
 
+/// rocBLAS's Tensile solutions (`rocblas_gemm_ex_get_solutions`).
+#[derive(Debug, Deserialize, Clone)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rocblas {
+    pub solutions: i32,
+    /// Times the GEMM is computed by the solution at each rank (rank 0 is rocBLAS's own pick).
+    pub repeat: Vec<u32>,
+}
+
+impl Default for Rocblas {
+    fn default() -> Self {
+        Rocblas {
+            solutions: 3,
+            repeat: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRule {
@@ -153,6 +171,7 @@ struct Raw {
     versions: RawVersions,
     miopen: Miopen,
     hipblaslt: Hipblaslt,
+    rocblas: Rocblas,
     fault: Vec<RawRule>,
 }
 
@@ -162,6 +181,7 @@ pub struct Model {
     pub versions: Versions,
     pub miopen: Miopen,
     pub hipblaslt: Hipblaslt,
+    pub rocblas: Rocblas,
     pub rules: Vec<Rule>,
 }
 
@@ -191,6 +211,9 @@ impl Model {
         if raw.device.count < 0 {
             return Err("device.count must be >= 0".into());
         }
+        if raw.rocblas.solutions < 0 {
+            return Err("rocblas.solutions must be >= 0".into());
+        }
         if raw.hipblaslt.algos < 0 {
             return Err("hipblaslt.algos must be >= 0".into());
         }
@@ -205,6 +228,7 @@ impl Model {
             versions,
             miopen: raw.miopen,
             hipblaslt: raw.hipblaslt,
+            rocblas: raw.rocblas,
             rules,
         })
     }

@@ -1,0 +1,295 @@
+//! GEMM through rocBLAS: `rocblas_gemm_ex` for one matrix (what PyTorch calls through hipBLAS),
+//! `rocblas_gemm_strided_batched_ex` for a batch; rocBLAS's own pick (`rocblas`) or one of its
+//! solutions by index (`rocblas#<rank>-sol<index>`, from `rocblas_gemm_ex_get_solutions`, the
+//! index rocBLAS's override file and PyTorch TunableOp's `Gemm_Rocblas_<index>` name).
+
+use super::libs::DevRef;
+use super::rocblas::{self as rb, RocblasRef};
+use crate::backend::UnitError;
+use crate::backend::engine::gemm::{Heuristic, Scalars, col_major};
+use crate::dtype::DType;
+use crate::op::gemm::Gemm;
+use std::ffi::{c_int, c_void};
+
+/// rocBLAS's solutions as solvers: `rocblas#<rank>-sol<index>` (an index may be negative:
+/// rocBLAS 5 numbers Tensile's solutions below -10).
+pub const RB: Heuristic = Heuristic {
+    library: "rocBLAS",
+    prefix: "rocblas#",
+    tag: "-sol",
+    first: &[],
+    usage: "rocblas, rocblas#N, hipblaslt, hipblaslt#N or all",
+    not_supported: "rocblas_status_not_implemented",
+    id_noun: "solution",
+    named: "",
+};
+
+/// The most solutions listed per problem.
+const MAX_SOLUTIONS: usize = 256;
+
+/// The column-major call's arguments.
+struct Dims {
+    op_a: c_int,
+    op_b: c_int,
+    m: c_int,
+    n: c_int,
+    k: c_int,
+    lda: c_int,
+    ldb: c_int,
+    ldc: c_int,
+    strides: [i64; 3],
+    batch: c_int,
+    ab: c_int,
+    c: c_int,
+    compute: c_int,
+}
+
+fn dims(p: &Gemm) -> Result<Dims, UnitError> {
+    if p.compute == DType::Tf32 {
+        return Err(UnitError::Unsupported(
+            "rocBLAS gemm_ex has no TF32 compute type".into(),
+        ));
+    }
+    let ty = |d: DType| match d {
+        DType::F16 => rb::F16,
+        DType::Bf16 => rb::BF16,
+        _ => rb::F32,
+    };
+    let int = |v: usize| {
+        c_int::try_from(v).map_err(|_| UnitError::Unsupported(format!("{v} exceeds rocBLAS's int")))
+    };
+    let op = |t: bool| if t { rb::OP_T } else { rb::OP_N };
+    let ((ar, ac), (br, bc)) = col_major(p);
+    Ok(Dims {
+        op_a: op(p.trans_b),
+        op_b: op(p.trans_a),
+        m: int(p.n)?,
+        n: int(p.m)?,
+        k: int(p.k)?,
+        lda: int(ar.max(1))?,
+        ldb: int(br.max(1))?,
+        ldc: int(p.n.max(1))?,
+        strides: [(ar * ac) as i64, (br * bc) as i64, (p.n * p.m) as i64],
+        batch: int(p.batch)?,
+        ab: ty(p.dtype),
+        c: ty(p.out_dtype),
+        compute: if p.compute == DType::F16 {
+            rb::F16
+        } else {
+            rb::F32
+        },
+    })
+}
+
+/// The solutions rocBLAS lists for the problem (empty where this rocBLAS cannot list them).
+/// The call reads no memory: one small buffer stands for every operand.
+pub fn solutions(dev: &DevRef, lib: &RocblasRef, p: &Gemm) -> Result<Vec<i32>, UnitError> {
+    let d = dims(p)?;
+    let single = p.batch == 1 && lib.api.rocblas_gemm_ex_get_solutions.is_some();
+    if !single
+        && lib
+            .api
+            .rocblas_gemm_strided_batched_ex_get_solutions
+            .is_none()
+    {
+        return Ok(Vec::new());
+    }
+    let handle = rb::handle(lib, dev.stream.raw)?;
+    let Some(buf) = dev.workspace(256)? else {
+        return Ok(Vec::new());
+    };
+    let x = buf.ptr;
+    let one = Scalars::ONE;
+    let (al, be) = one.ptrs(p.compute == DType::F16);
+    let mut list = vec![0 as c_int; MAX_SOLUTIONS];
+    let mut size: c_int = 0;
+    let ask = |out: *mut c_int, size: &mut c_int| -> c_int {
+        // SAFETY: a live handle, host scalars, a device buffer for every operand (the list call
+        // reads none), and `out` null or holding `*size` ints.
+        unsafe {
+            match (
+                single,
+                lib.api.rocblas_gemm_ex_get_solutions,
+                lib.api.rocblas_gemm_strided_batched_ex_get_solutions,
+            ) {
+                (true, Some(f), _) => f(
+                    handle.raw,
+                    d.op_a,
+                    d.op_b,
+                    d.m,
+                    d.n,
+                    d.k,
+                    al,
+                    x,
+                    d.ab,
+                    d.lda,
+                    x,
+                    d.ab,
+                    d.ldb,
+                    be,
+                    x,
+                    d.c,
+                    d.ldc,
+                    x,
+                    d.c,
+                    d.ldc,
+                    d.compute,
+                    rb::ALGO_SOLUTION_INDEX,
+                    0,
+                    out,
+                    size,
+                ),
+                (_, _, Some(f)) => {
+                    let [sa, sb, sc] = d.strides;
+                    f(
+                        handle.raw,
+                        d.op_a,
+                        d.op_b,
+                        d.m,
+                        d.n,
+                        d.k,
+                        al,
+                        x,
+                        d.ab,
+                        d.lda,
+                        sa,
+                        x,
+                        d.ab,
+                        d.ldb,
+                        sb,
+                        be,
+                        x,
+                        d.c,
+                        d.ldc,
+                        sc,
+                        x,
+                        d.c,
+                        d.ldc,
+                        sc,
+                        d.batch,
+                        d.compute,
+                        rb::ALGO_SOLUTION_INDEX,
+                        0,
+                        out,
+                        size,
+                    )
+                }
+                _ => 0,
+            }
+        }
+    };
+    lib.check(
+        ask(std::ptr::null_mut(), &mut size),
+        "rocblas_gemm_ex_get_solutions",
+    )?;
+    size = size.clamp(0, MAX_SOLUTIONS as c_int);
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    lib.check(
+        ask(list.as_mut_ptr(), &mut size),
+        "rocblas_gemm_ex_get_solutions",
+    )?;
+    list.truncate(size.clamp(0, MAX_SOLUTIONS as c_int) as usize);
+    Ok(list)
+}
+
+/// C = A x B (row-major) for the tensors at the given addresses: rocBLAS's own pick, or
+/// `solution`.
+pub fn launch(
+    lib: &RocblasRef,
+    handle: &rb::Handle,
+    p: &Gemm,
+    (pa, pb, pc): (*const c_void, *const c_void, *mut c_void),
+    solution: Option<i32>,
+) -> Result<(), UnitError> {
+    let d = dims(p)?;
+    let one = Scalars::ONE;
+    let (al, be) = one.ptrs(p.compute == DType::F16);
+    let (algo, index) = match solution {
+        Some(i) => (rb::ALGO_SOLUTION_INDEX, i),
+        None => (rb::ALGO_STANDARD, 0),
+    };
+    let [sa, sb, sc] = d.strides;
+    // SAFETY: live handle and device buffers sized for the column-major view.
+    let rc = unsafe {
+        match lib.api.rocblas_gemm_ex.filter(|_| p.batch == 1) {
+            Some(f) => f(
+                handle.raw,
+                d.op_a,
+                d.op_b,
+                d.m,
+                d.n,
+                d.k,
+                al,
+                pb,
+                d.ab,
+                d.lda,
+                pa,
+                d.ab,
+                d.ldb,
+                be,
+                pc.cast_const(),
+                d.c,
+                d.ldc,
+                pc,
+                d.c,
+                d.ldc,
+                d.compute,
+                algo,
+                index,
+                0,
+            ),
+            None => (lib.api.rocblas_gemm_strided_batched_ex)(
+                handle.raw,
+                d.op_a,
+                d.op_b,
+                d.m,
+                d.n,
+                d.k,
+                al,
+                pb,
+                d.ab,
+                d.lda,
+                sa,
+                pa,
+                d.ab,
+                d.ldb,
+                sb,
+                be,
+                pc.cast_const(),
+                d.c,
+                d.ldc,
+                sc,
+                pc,
+                d.c,
+                d.ldc,
+                sc,
+                d.batch,
+                d.compute,
+                algo,
+                index,
+                0,
+            ),
+        }
+    };
+    let what = if p.batch == 1 && lib.api.rocblas_gemm_ex.is_some() {
+        "rocblas_gemm_ex"
+    } else {
+        "rocblas_gemm_strided_batched_ex"
+    };
+    lib.check(rc, what)
+}
+
+/// What `chosen` says of a rocBLAS call.
+pub fn chosen(solution: Option<i32>) -> String {
+    match solution {
+        Some(i) => format!("rocblas solution index={i}"),
+        None => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
+    }
+}
+
+/// The solution a `rocblas#<rank>-sol<index>` solver names among `list`.
+pub fn pick(list: &[i32], solver: &str) -> Result<i32, UnitError> {
+    RB.pick(list, solver, |i| *i)
+}
