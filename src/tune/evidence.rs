@@ -2,8 +2,9 @@
 //! default's time against the best's, which files carry it, what verification found) and
 //! tune.csv (the same, one row per tuned shape).
 
+use super::model::Tuned;
 use super::verify::Check;
-use super::{Tuned, hipblaslt, rocblas, tunableop};
+use super::{hipblaslt, rocblas, tunableop};
 use crate::analyze::default_best::{self, Pair};
 use crate::error::CmdError;
 use crate::markup::markdown::{escape as md, table};

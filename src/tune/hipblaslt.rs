@@ -134,7 +134,7 @@ fn plain(v: &str) -> String {
 /// dropped left out); records per shape whether it is a row or why not. None: no row.
 pub fn build(
     versions: &std::collections::BTreeMap<String, String>,
-    tuned: &mut [super::Tuned],
+    tuned: &mut [super::model::Tuned],
 ) -> Option<String> {
     use super::tunableop::Lib;
     let lib = library(versions);

@@ -98,7 +98,7 @@ pub fn row(
 /// is a row or why not. None: no row.
 pub fn build(
     versions: &std::collections::BTreeMap<String, String>,
-    tuned: &mut [super::Tuned],
+    tuned: &mut [super::model::Tuned],
 ) -> Option<String> {
     use super::tunableop::Lib;
     let major = major(versions);
