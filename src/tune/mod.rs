@@ -88,9 +88,11 @@ fn refusal(tuned: &[Tuned]) -> String {
             t.files
                 .values()
                 .filter_map(|r| r.as_ref().err().cloned())
-                .chain(t.target.is_none().then(|| {
-                    format!("{solver}: no file a library or framework reads can name it (only hipBLASLt's and rocBLAS's solutions can be)")
-                }))
+                .chain(
+                    t.target
+                        .is_none()
+                        .then(|| unnamed(&solver, t.pair.best.backend.as_str())),
+                )
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -101,6 +103,19 @@ fn refusal(tuned: &[Tuned]) -> String {
         tuned.len(),
         why.join("; ")
     )
+}
+
+/// Why no file can hand the library `solver` (a solver of `backend`).
+fn unnamed(solver: &str, backend: &str) -> String {
+    if backend == "cuda" {
+        format!(
+            "{solver}: cuBLASLt and cuDNN read no override file, and PyTorch TunableOp on CUDA (2.5 to 2.11) knows only its `Default` solution"
+        )
+    } else {
+        format!(
+            "{solver}: no file a library or framework reads can name it (only hipBLASLt's and rocBLAS's named solutions can be)"
+        )
+    }
 }
 
 /// The library files a tuning writes and how each is verified.
