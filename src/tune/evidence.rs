@@ -60,8 +60,8 @@ pub fn headline(pairs: &[Pair], tuned: &[Tuned], verify: bool) -> String {
             files.join(", ")
         }
     );
-    if verify {
-        let (held, checked) = verified(tuned);
+    let (held, checked) = verified(tuned);
+    if verify && checked > 0 {
         let _ = write!(s, "; verified {held} of {checked}");
     }
     s
@@ -148,7 +148,7 @@ pub fn write(
 
 fn markdown(run: &RunData, pairs: &[Pair], tuned: &[Tuned], out: &Path, verify: bool) -> String {
     let mut s = format!(
-        "# rocsweep tune: {}\n\nFrom run `{}`. {}.\n\n{}\n",
+        "# rocsweep tune: {}\n\nFrom run `{}`: {}.\n\n{}\n",
         md(&run.manifest.sweep.name),
         md(&run.dir.display().to_string()),
         md(&default_best::tally(pairs).line()),
@@ -156,7 +156,9 @@ fn markdown(run: &RunData, pairs: &[Pair], tuned: &[Tuned], out: &Path, verify: 
     );
     s.push_str("\n## Files\n\n");
     let load = how_to_load(out, tuned);
-    if load.is_empty() {
+    if tuned.is_empty() {
+        s.push_str("None written: on no shape does a named solution beat the library's default beyond noise.\n");
+    } else if load.is_empty() {
         s.push_str("None written: no tuned shape could be named by a file (the table says why).\n");
     } else {
         s.push_str(&load);

@@ -320,6 +320,31 @@ mod tests {
         );
     }
 
+    /// PyTorch 2.11 on an H200 (reports/h200/tune/README.md), tuning a bf16 1024x512 @ 512x256
+    /// torch.matmul itself, recorded `GemmTunableOp_BFloat16_NN` and
+    /// `nn_256_1024_512_ld_256_512_256`: the op and params rocsweep writes for that GEMM.
+    #[test]
+    fn the_signature_is_the_one_pytorch_recorded_for_the_same_matmul_on_an_h200() {
+        let g = Gemm {
+            dtype: DType::Bf16,
+            out_dtype: DType::Bf16,
+            ..matmul()
+        };
+        let row = rocm_torch("2.11.0")
+            .row(
+                &Blas::of(&g),
+                (g.dtype, g.out_dtype, g.compute),
+                Lib::Hipblaslt,
+                9,
+                0.0143,
+            )
+            .unwrap();
+        assert!(
+            row.starts_with("GemmTunableOp_BFloat16_NN,nn_256_1024_512_ld_256_512_256,"),
+            "{row}"
+        );
+    }
+
     #[test]
     fn a_cuda_build_or_another_hipblaslt_refuses_with_why() {
         let cuda = Torch {
