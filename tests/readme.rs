@@ -65,6 +65,13 @@ fn stand_ins(tmp: &Path) -> Vec<(&'static str, String)> {
         ("runs/rocm-6.4", fixture("release-a", "rocm-6.4")),
         ("runs/rocm-7.1", fixture("release-b", "rocm-7.1")),
         ("runs/seed-001", tmp.join("seed-001").display().to_string()),
+        // A GEMM run of `default` beside every solution (the fake ROCm's hipBLASLt 0.12.1, on
+        // the H200 machine: reports/h200/tune/); its verification finds no tree here.
+        ("runs/gemm", fixture("tune-gemm", "gemm")),
+        (
+            "runs/gemm-tuned",
+            tmp.join("gemm-tuned").display().to_string(),
+        ),
         ("/opt/rocm-6.4.1", hip.clone()),
         ("/opt/rocm-7.1.0", hip),
         (

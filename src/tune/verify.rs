@@ -125,6 +125,15 @@ pub fn run(
         .args(["--quiet", "--no-report"]);
     let tree_given = std::env::var_os(crate::rocm_tree::discover::ROCM_ENV).is_some();
     if !tree_given && let Some(tree) = tree_of(run, &first.default.rocm) {
+        if !Path::new(&tree).exists() {
+            let why = format!(
+                "the run's ROCm tree {tree} is not on this machine (name the tree to verify with: --rocm PATH)"
+            );
+            return Ok(wants
+                .iter()
+                .map(|w| (w.default.case_id.to_string(), Check::Dropped(why.clone())))
+                .collect());
+        }
         c.arg("--rocm").arg(tree);
     }
     crate::sayln!(
@@ -139,7 +148,12 @@ pub fn run(
     let after = match RunData::load(dir) {
         Ok(r) => r,
         Err(e) => {
-            let why = format!("the verification run did not finish (exit {status}): {e}");
+            let code = status
+                .code()
+                .map_or_else(|| "by a signal".to_string(), |c| format!("with exit {c}"));
+            let why = format!(
+                "the verification run ended {code} before it wrote its results (its message is above): {e}"
+            );
             return Ok(wants
                 .iter()
                 .map(|w| (w.default.case_id.to_string(), Check::Dropped(why.clone())))
