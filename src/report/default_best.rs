@@ -11,6 +11,9 @@ use crate::error::CmdError;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
+/// The plot's heading in report.html, which puts it after its table.
+pub const HEADING: &str = "Default against best";
+
 const WIDTH: u32 = 1100;
 const MARGIN: u32 = 20;
 const TOP: u32 = 70;
@@ -94,6 +97,35 @@ impl DefaultBest {
     }
 }
 
+impl DefaultBest {
+    /// The horizontal grid lines and their ratio labels.
+    fn grid<DB: DrawingBackend>(
+        &self,
+        c: &Canvas<DB>,
+        (gx, gw): (i32, i32),
+        py: impl Fn(f64) -> i32,
+    ) -> DrawResult<DB> {
+        let lf = draw::font(13.0);
+        let grid = RGBColor(0xe0, 0xe0, 0xe0);
+        let step = draw::nice_step(self.y_max - self.y_min, 6.0);
+        let mut t = (self.y_min / step).ceil() * step;
+        while t <= self.y_max + 1e-9 {
+            let y = py(t);
+            c.area
+                .draw(&PathElement::new(vec![(gx, y), (gx + gw, y)], grid))?;
+            c.text(
+                &format!("{t:.2}"),
+                (gx - 8, y),
+                &lf,
+                &draw::GREY,
+                draw::RIGHT,
+            )?;
+            t += step;
+        }
+        Ok(())
+    }
+}
+
 impl Figure for DefaultBest {
     fn size(&self) -> (u32, u32) {
         let legend = draw::legend_height(&Self::legend(), &draw::font(14.0), WIDTH - 2 * MARGIN);
@@ -114,23 +146,8 @@ impl Figure for DefaultBest {
         let py = |r: f64| {
             gy + gh - ((r - self.y_min) / (self.y_max - self.y_min) * gh as f64).round() as i32
         };
+        self.grid(c, (gx, gw), py)?;
         let lf = draw::font(13.0);
-        let grid = RGBColor(0xe0, 0xe0, 0xe0);
-        let step = draw::nice_step(self.y_max - self.y_min, 6.0);
-        let mut t = (self.y_min / step).ceil() * step;
-        while t <= self.y_max + 1e-9 {
-            let y = py(t);
-            c.area
-                .draw(&PathElement::new(vec![(gx, y), (gx + gw, y)], grid))?;
-            c.text(
-                &format!("{t:.2}"),
-                (gx - 8, y),
-                &lf,
-                &draw::GREY,
-                draw::RIGHT,
-            )?;
-            t += step;
-        }
         let n = self.bars.len() as i32;
         // A few shapes get bars of a readable width, not the whole plot.
         let slot = (gw as f64 / n.max(1) as f64).min(48.0);

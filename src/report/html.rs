@@ -114,30 +114,7 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         .chain(not_run.iter().take(MAX_TABLE_ROWS))
         .map(|r| r.unit_id.as_str())
         .collect();
-    for p in plots {
-        if p.heading == "Default against best" {
-            default_best(&mut h, f);
-        }
-        plot(&mut h, p, map, &listed)?;
-        if p.as_map
-            && let Some((along, t)) = f.boundary_table()
-        {
-            let _ = writeln!(h, "<h2>Boundaries along {}</h2>", escape(&along));
-            match t {
-                Ok(t) => {
-                    let _ = writeln!(
-                        h,
-                        "<p class=\"note\">{}</p>",
-                        escape(&crate::analyze::boundary_render::explanation(&along))
-                    );
-                    table(&mut h, &t, MAX_TABLE_ROWS);
-                }
-                Err(none) => {
-                    let _ = writeln!(h, "<p>{}</p>", escape(&none));
-                }
-            }
-        }
-    }
+    plot_sections(&mut h, f, plots, map, &listed)?;
     h.push_str("<h2>Failures</h2>\n");
     if failures.is_empty() {
         h.push_str("<p class=\"note\">No unit failed (no mismatch, zeros, nonfinite, hang, crash or error).</p>\n");
@@ -182,6 +159,42 @@ fn render(f: &Facts, plots: &[Plot], map: Option<&Heatmap>) -> Result<String, Cm
         escape(crate::build_info::VERSION)
     );
     Ok(h)
+}
+
+/// Each plot with the section it leads: the safe-region map followed by the boundary table, the
+/// default-against-best plot after its table.
+fn plot_sections(
+    h: &mut String,
+    f: &Facts,
+    plots: &[Plot],
+    map: Option<&Heatmap>,
+    listed: &HashSet<&str>,
+) -> Result<(), CmdError> {
+    for p in plots {
+        if p.heading == super::default_best::HEADING {
+            default_best(h, f);
+        }
+        plot(h, p, map, listed)?;
+        if p.as_map
+            && let Some((along, t)) = f.boundary_table()
+        {
+            let _ = writeln!(h, "<h2>Boundaries along {}</h2>", escape(&along));
+            match t {
+                Ok(t) => {
+                    let _ = writeln!(
+                        h,
+                        "<p class=\"note\">{}</p>",
+                        escape(&crate::analyze::boundary_render::explanation(&along))
+                    );
+                    table(h, &t, MAX_TABLE_ROWS);
+                }
+                Err(none) => {
+                    let _ = writeln!(h, "<p>{}</p>", escape(&none));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// One plot: the heatmap as the HTML map when it is drawable and small enough (its failed cells

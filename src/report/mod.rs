@@ -80,7 +80,7 @@ pub fn write(dir: &Path) -> Result<Vec<PathBuf>, CmdError> {
             false,
         ),
         (
-            "Default against best",
+            default_best::HEADING,
             &default_best::write,
             "Each bar one shape: the library's default time over its best named solution's, the default's largest loss first; red where the best beats the default beyond noise, amber where the default is more than 10 % slower but the noise could explain it, grey within 10 %.".to_string(),
             false,

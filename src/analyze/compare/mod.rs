@@ -4,6 +4,7 @@
 //! ROCm tree of a run a side (`RUN@LABEL`), [`libs`] lists the library files that differ;
 //! [`command`] only loads, writes files and picks the exit code.
 
+pub mod choices;
 pub mod comparison;
 pub mod libs;
 pub mod render;

@@ -3,6 +3,7 @@
 //! solutions by index (`rocblas#<rank>-sol<index>`, from `rocblas_gemm_ex_get_solutions`, the
 //! index rocBLAS's override file and PyTorch TunableOp's `Gemm_Rocblas_<index>` name).
 
+use super::hip::Ptr;
 use super::libs::DevRef;
 use super::rocblas::{self as rb, RocblasRef};
 use crate::backend::UnitError;
@@ -81,116 +82,78 @@ fn dims(p: &Gemm) -> Result<Dims, UnitError> {
     })
 }
 
+/// One call's arguments beyond the problem: the handle, host scalars and device operands.
+struct Operands {
+    handle: Ptr,
+    al: *const c_void,
+    be: *const c_void,
+    a: *const c_void,
+    b: *const c_void,
+    c: *mut c_void,
+}
+
+/// rocblas_gemm_ex_get_solutions, or its strided-batched form: `out` null asks for the count.
+///
+/// # Safety
+/// `o` holds a live handle, host scalars and device pointers; `out` is null or holds `*size`
+/// ints.
+#[rustfmt::skip]
+unsafe fn list_call(lib: &RocblasRef, d: &Dims, o: &Operands, single: bool, out: *mut c_int, size: &mut c_int) -> c_int {
+    let api = &lib.api;
+    let (a, b, c) = (o.a, o.b, o.c);
+    let [sa, sb, sc] = d.strides;
+    let pick = rb::ALGO_SOLUTION_INDEX;
+    // SAFETY: the caller's contract; the argument order is rocBLAS's header's.
+    unsafe {
+        match (single, api.rocblas_gemm_ex_get_solutions, api.rocblas_gemm_strided_batched_ex_get_solutions) {
+            (true, Some(f), _) => f(o.handle, d.op_a, d.op_b, d.m, d.n, d.k, o.al, a, d.ab, d.lda, b, d.ab, d.ldb, o.be, c, d.c, d.ldc, c, d.c, d.ldc, d.compute, pick, 0, out, size),
+            (_, _, Some(f)) => f(o.handle, d.op_a, d.op_b, d.m, d.n, d.k, o.al, a, d.ab, d.lda, sa, b, d.ab, d.ldb, sb, o.be, c, d.c, d.ldc, sc, c, d.c, d.ldc, sc, d.batch, d.compute, pick, 0, out, size),
+            _ => 0,
+        }
+    }
+}
+
 /// The solutions rocBLAS lists for the problem (empty where this rocBLAS cannot list them).
 /// The call reads no memory: one small buffer stands for every operand.
 pub fn solutions(dev: &DevRef, lib: &RocblasRef, p: &Gemm) -> Result<Vec<i32>, UnitError> {
     let d = dims(p)?;
-    let single = p.batch == 1 && lib.api.rocblas_gemm_ex_get_solutions.is_some();
-    if !single
-        && lib
-            .api
-            .rocblas_gemm_strided_batched_ex_get_solutions
-            .is_none()
-    {
+    let api = &lib.api;
+    let single = p.batch == 1 && api.rocblas_gemm_ex_get_solutions.is_some();
+    if !single && api.rocblas_gemm_strided_batched_ex_get_solutions.is_none() {
         return Ok(Vec::new());
     }
     let handle = rb::handle(lib, dev.stream.raw)?;
     let Some(buf) = dev.workspace(256)? else {
         return Ok(Vec::new());
     };
-    let x = buf.ptr;
     let one = Scalars::ONE;
     let (al, be) = one.ptrs(p.compute == DType::F16);
-    let mut list = vec![0 as c_int; MAX_SOLUTIONS];
-    let mut size: c_int = 0;
-    let ask = |out: *mut c_int, size: &mut c_int| -> c_int {
-        // SAFETY: a live handle, host scalars, a device buffer for every operand (the list call
-        // reads none), and `out` null or holding `*size` ints.
-        unsafe {
-            match (
-                single,
-                lib.api.rocblas_gemm_ex_get_solutions,
-                lib.api.rocblas_gemm_strided_batched_ex_get_solutions,
-            ) {
-                (true, Some(f), _) => f(
-                    handle.raw,
-                    d.op_a,
-                    d.op_b,
-                    d.m,
-                    d.n,
-                    d.k,
-                    al,
-                    x,
-                    d.ab,
-                    d.lda,
-                    x,
-                    d.ab,
-                    d.ldb,
-                    be,
-                    x,
-                    d.c,
-                    d.ldc,
-                    x,
-                    d.c,
-                    d.ldc,
-                    d.compute,
-                    rb::ALGO_SOLUTION_INDEX,
-                    0,
-                    out,
-                    size,
-                ),
-                (_, _, Some(f)) => {
-                    let [sa, sb, sc] = d.strides;
-                    f(
-                        handle.raw,
-                        d.op_a,
-                        d.op_b,
-                        d.m,
-                        d.n,
-                        d.k,
-                        al,
-                        x,
-                        d.ab,
-                        d.lda,
-                        sa,
-                        x,
-                        d.ab,
-                        d.ldb,
-                        sb,
-                        be,
-                        x,
-                        d.c,
-                        d.ldc,
-                        sc,
-                        x,
-                        d.c,
-                        d.ldc,
-                        sc,
-                        d.batch,
-                        d.compute,
-                        rb::ALGO_SOLUTION_INDEX,
-                        0,
-                        out,
-                        size,
-                    )
-                }
-                _ => 0,
-            }
-        }
+    let o = Operands {
+        handle: handle.raw,
+        al,
+        be,
+        a: buf.ptr,
+        b: buf.ptr,
+        c: buf.ptr,
     };
+    let what = "rocblas_gemm_ex_get_solutions";
+    let mut size: c_int = 0;
+    // SAFETY: live handle, scalars and buffer; a null list asks for the count.
     lib.check(
-        ask(std::ptr::null_mut(), &mut size),
-        "rocblas_gemm_ex_get_solutions",
+        unsafe { list_call(lib, &d, &o, single, std::ptr::null_mut(), &mut size) },
+        what,
     )?;
     size = size.clamp(0, MAX_SOLUTIONS as c_int);
     if size == 0 {
         return Ok(Vec::new());
     }
+    let mut list = vec![0 as c_int; size as usize];
+    // SAFETY: as above; `list` holds `size` ints.
     lib.check(
-        ask(list.as_mut_ptr(), &mut size),
-        "rocblas_gemm_ex_get_solutions",
+        unsafe { list_call(lib, &d, &o, single, list.as_mut_ptr(), &mut size) },
+        what,
     )?;
-    list.truncate(size.clamp(0, MAX_SOLUTIONS as c_int) as usize);
+    list.truncate(size.clamp(0, list.len() as c_int) as usize);
     Ok(list)
 }
 
@@ -206,79 +169,46 @@ pub fn launch(
     let d = dims(p)?;
     let one = Scalars::ONE;
     let (al, be) = one.ptrs(p.compute == DType::F16);
+    // The column-major view: A' = B, B' = A.
+    let o = Operands {
+        handle: handle.raw,
+        al,
+        be,
+        a: pb,
+        b: pa,
+        c: pc,
+    };
     let (algo, index) = match solution {
         Some(i) => (rb::ALGO_SOLUTION_INDEX, i),
         None => (rb::ALGO_STANDARD, 0),
     };
-    let [sa, sb, sc] = d.strides;
-    // SAFETY: live handle and device buffers sized for the column-major view.
-    let rc = unsafe {
-        match lib.api.rocblas_gemm_ex.filter(|_| p.batch == 1) {
-            Some(f) => f(
-                handle.raw,
-                d.op_a,
-                d.op_b,
-                d.m,
-                d.n,
-                d.k,
-                al,
-                pb,
-                d.ab,
-                d.lda,
-                pa,
-                d.ab,
-                d.ldb,
-                be,
-                pc.cast_const(),
-                d.c,
-                d.ldc,
-                pc,
-                d.c,
-                d.ldc,
-                d.compute,
-                algo,
-                index,
-                0,
-            ),
-            None => (lib.api.rocblas_gemm_strided_batched_ex)(
-                handle.raw,
-                d.op_a,
-                d.op_b,
-                d.m,
-                d.n,
-                d.k,
-                al,
-                pb,
-                d.ab,
-                d.lda,
-                sa,
-                pa,
-                d.ab,
-                d.ldb,
-                sb,
-                be,
-                pc.cast_const(),
-                d.c,
-                d.ldc,
-                sc,
-                pc,
-                d.c,
-                d.ldc,
-                sc,
-                d.batch,
-                d.compute,
-                algo,
-                index,
-                0,
-            ),
-        }
-    };
-    let what = if p.batch == 1 && lib.api.rocblas_gemm_ex.is_some() {
+    let single = lib.api.rocblas_gemm_ex.is_some() && p.batch == 1;
+    // SAFETY: live handle and device buffers sized for the column-major view; D aliases C.
+    let rc = unsafe { gemm_call(lib, &d, &o, single, (algo, index)) };
+    let what = if single {
         "rocblas_gemm_ex"
     } else {
         "rocblas_gemm_strided_batched_ex"
     };
     lib.check(rc, what)
+}
+
+/// rocblas_gemm_ex (`single`: one matrix) or rocblas_gemm_strided_batched_ex, with `algo` and
+/// the solution index.
+///
+/// # Safety
+/// `o` holds a live handle, host scalars and device buffers sized for `d`.
+#[rustfmt::skip]
+unsafe fn gemm_call(lib: &RocblasRef, d: &Dims, o: &Operands, single: bool, (algo, index): (c_int, i32)) -> c_int {
+    let [sa, sb, sc] = d.strides;
+    let (a, b, c) = (o.a, o.b, o.c);
+    // SAFETY: the caller's contract; the argument order is rocBLAS's header's.
+    unsafe {
+        match lib.api.rocblas_gemm_ex.filter(|_| single) {
+            Some(f) => f(o.handle, d.op_a, d.op_b, d.m, d.n, d.k, o.al, a, d.ab, d.lda, b, d.ab, d.ldb, o.be, c.cast_const(), d.c, d.ldc, c, d.c, d.ldc, d.compute, algo, index, 0),
+            None => (lib.api.rocblas_gemm_strided_batched_ex)(o.handle, d.op_a, d.op_b, d.m, d.n, d.k, o.al, a, d.ab, d.lda, sa, b, d.ab, d.ldb, sb, o.be, c.cast_const(), d.c, d.ldc, sc, c, d.c, d.ldc, sc, d.batch, d.compute, algo, index, 0),
+        }
+    }
 }
 
 /// What `chosen` says of a rocBLAS call.

@@ -468,6 +468,30 @@ pub unsafe extern "C" fn hipblasLtMatmulAlgoGetHeuristic(
     })
 }
 
+/// How many times the algorithm `algo` points at computes the GEMM (its rank's `repeat`), or
+/// INVALID_VALUE when it wants more workspace than it was given; 1 for a null algorithm.
+fn algo_repeat(m: &Model, algo: *const c_void, ws_size: usize) -> Result<u32, i32> {
+    if algo.is_null() {
+        return Ok(1);
+    }
+    // SAFETY: a 24-byte hipblasLtMatmulAlgo_t.
+    let (idx, ws) = unsafe {
+        (
+            crate::get(algo.cast::<i32>()),
+            crate::get(algo.cast::<u8>().add(8).cast::<u64>()),
+        )
+    };
+    let ours = idx.filter(|i| (ALGO_BASE..ALGO_BASE + m.hipblaslt.algos).contains(i));
+    let Some(i) = ours else {
+        return Ok(1);
+    };
+    if ws.unwrap_or(0) > ws_size as u64 {
+        return Err(INVALID_VALUE);
+    }
+    let rank = (i - ALGO_BASE) as usize;
+    Ok(m.hipblaslt.repeat.get(rank).copied().unwrap_or(1).max(1))
+}
+
 /// A scalar of the descriptor's scale type.
 unsafe fn scalar(p: *const c_void, dt: DType) -> Option<f64> {
     if p.is_null() {
@@ -512,24 +536,10 @@ pub unsafe extern "C" fn hipblasLtMatmul(
         };
         (g.alpha, g.beta) = (al, be);
         (g.a.ptr, g.b.ptr, g.c.ptr, g.d.ptr) = (a as usize, b as usize, c as usize, d as usize);
-        let mut repeat = 1;
-        if !algo.is_null() {
-            // SAFETY: a 24-byte hipblasLtMatmulAlgo_t.
-            let (idx, ws) = unsafe {
-                (
-                    crate::get(algo.cast::<i32>()),
-                    crate::get(algo.cast::<u8>().add(8).cast::<u64>()),
-                )
-            };
-            let ours = idx.is_some_and(|i| (ALGO_BASE..ALGO_BASE + m.hipblaslt.algos).contains(&i));
-            if ours && ws.unwrap_or(0) > ws_size as u64 {
-                return INVALID_VALUE;
-            }
-            if let Some(i) = idx.filter(|_| ours) {
-                let rank = (i - ALGO_BASE) as usize;
-                repeat = m.hipblaslt.repeat.get(rank).copied().unwrap_or(1).max(1);
-            }
-        }
+        let repeat = match algo_repeat(m, algo, ws_size) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
         let action = rule(&g);
         match action {
             Some(Action::NotSupported) => return NOT_SUPPORTED,
