@@ -34,8 +34,8 @@ fn tree(tmp: &Path) -> PathBuf {
     dir
 }
 
-/// A model: hipBLASLt 0.12.1 (git d3f1a2b) whose first pick is 16x slower than its third
-/// solution (rocBLAS's all 8x slower), or (`rocblas`) no hipBLASLt and rocBLAS `version` whose own pick is 16x slower than
+/// A model: hipBLASLt 0.12.1 (git d3f1a2b) whose first pick is 64x slower than its third
+/// solution (rocBLAS's all 32x slower), or (`rocblas`) no hipBLASLt and rocBLAS `version` whose own pick is 64x slower than
 /// its second solution: far beyond any run-to-run noise, so the calls do not hang on the
 /// machine's speed.
 fn model(tmp: &Path, name: &str, body: &str) -> PathBuf {
@@ -45,12 +45,12 @@ fn model(tmp: &Path, name: &str, body: &str) -> PathBuf {
 }
 
 const HIPBLASLT: &str = "[versions]\nhipblaslt = \"0.12.1\"\nhipblaslt_git = \"d3f1a2b\"\n\
-    [hipblaslt]\nalgos = 4\nrepeat = [16, 12, 1, 8]\n[rocblas]\nrepeat = [8, 8, 8]\n";
+    [hipblaslt]\nalgos = 4\nrepeat = [64, 32, 1, 16]\n[rocblas]\nrepeat = [32, 32, 32]\n";
 
 fn rocblas_model(version: &str) -> String {
     format!(
         "[versions]\nrocblas = \"{version}\"\n[hipblaslt]\nalgos = 0\n\
-         [rocblas]\nsolutions = 3\nrepeat = [16, 1, 8]\n"
+         [rocblas]\nsolutions = 3\nrepeat = [64, 1, 16]\n"
     )
 }
 
@@ -92,6 +92,25 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// `rocsweep run FILE --out DIR --quiet`, expected to succeed.
+fn run_file(model: &Path, lib: &Path, file: &Path, out: &Path) {
+    let (f, o) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let r = rocsweep(model, lib, &["run", f, "--out", o, "--quiet"], &[]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+}
+
+/// `rocsweep tune RUN --out OUT` (and `extra`), its output.
+fn tune(model: &Path, lib: &Path, run: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "tune",
+        run.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    rocsweep(model, lib, &args, &[])
+}
+
 /// Runs SWEEP on `model` into `tmp/<name>`, `env` set.
 fn run(tmp: &Path, model: &Path, name: &str, env: &[(&str, &str)]) -> PathBuf {
     let sweep = tmp.join("g.toml");
@@ -127,7 +146,7 @@ fn chosen_of_default(run: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Point 3 and point 1-2 for hipBLASLt: the report shows the default 4x slower than the best on
+/// Point 3 and point 1-2 for hipBLASLt: the report shows the default far slower than the best on
 /// both shapes; tune writes the override; --verify proves the library then runs the named
 /// solution faster; a run with the file set makes `default` pick it, and compare lists the
 /// changed choice, faster.
@@ -152,18 +171,7 @@ fn hipblaslt_default_against_best_is_reported_tuned_verified_and_compared() {
     assert!(read(&a.join("report.html")).contains("<h2>Default against best</h2>"));
 
     let out = tmp.path().join("tuned");
-    let o = rocsweep(
-        &m,
-        &lib,
-        &[
-            "tune",
-            a.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--verify",
-        ],
-        &[],
-    );
+    let o = tune(&m, &lib, &a, &out, &["--verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("tune: 2 of 2 shapes have a best solution beyond noise; hipblaslt_override.txt (2 rows); verified 2 of 2"),
@@ -237,18 +245,7 @@ fn a_file_the_library_ignores_is_dropped_by_verify_with_why() {
         &HIPBLASLT.replace("d3f1a2b", "0badc0d"),
     );
     let out = tmp.path().join("tuned");
-    let o = rocsweep(
-        &other,
-        &lib,
-        &[
-            "tune",
-            a.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--verify",
-        ],
-        &[],
-    );
+    let o = tune(&other, &lib, &a, &out, &["--verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("no file written; verified 0 of 2"),
@@ -275,18 +272,7 @@ fn rocblas_indices_are_converted_and_verified_by_tensiles_log() {
     let summary = read(&a.join("summary.md"));
     assert!(summary.contains("| rocblas#1-sol-112 |"), "{summary}");
     let out = tmp.path().join("tuned");
-    let o = rocsweep(
-        &m,
-        &lib,
-        &[
-            "tune",
-            a.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--verify",
-        ],
-        &[],
-    );
+    let o = tune(&m, &lib, &a, &out, &["--verify"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         text(&o).contains("rocblas_override.csv (2 rows); verified 2 of 2"),
@@ -321,12 +307,7 @@ fn tune_refuses_what_no_file_can_carry() {
     );
     let a = run(tmp.path(), &m, "a", &[]);
     let out = tmp.path().join("tuned");
-    let o = rocsweep(
-        &m,
-        &lib,
-        &["tune", a.to_str().unwrap(), "--out", out.to_str().unwrap()],
-        &[],
-    );
+    let o = tune(&m, &lib, &a, &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("the run's hipBLASLt is 0.8: its override file (HIPBLASLT_TUNING_OVERRIDE_FILE) exists from hipBLASLt 0.12 (ROCm 6.4)"),
@@ -343,25 +324,8 @@ fn tune_refuses_what_no_file_can_carry() {
     )
     .unwrap();
     let d = tmp.path().join("d");
-    let o = rocsweep(
-        &m,
-        &lib,
-        &[
-            "run",
-            sweep.to_str().unwrap(),
-            "--out",
-            d.to_str().unwrap(),
-            "--quiet",
-        ],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = rocsweep(
-        &m,
-        &lib,
-        &["tune", d.to_str().unwrap(), "--out", out.to_str().unwrap()],
-        &[],
-    );
+    run_file(&m, &lib, &sweep, &d);
+    let o = tune(&m, &lib, &d, &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("no GEMM with both `default` and named solutions timed ok"),
@@ -373,25 +337,8 @@ fn tune_refuses_what_no_file_can_carry() {
     let conv = tmp.path().join("c.toml");
     std::fs::write(&conv, "name = \"c\"\nop = \"conv2d\"\nbackend = \"cpu\"\n[axes]\nh = 8\nc_in = 4\nc_out = 4\nn = 1\n").unwrap();
     let c = tmp.path().join("c");
-    let o = rocsweep(
-        &m,
-        &lib,
-        &[
-            "run",
-            conv.to_str().unwrap(),
-            "--out",
-            c.to_str().unwrap(),
-            "--quiet",
-        ],
-        &[],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let o = rocsweep(
-        &m,
-        &lib,
-        &["tune", c.to_str().unwrap(), "--out", out.to_str().unwrap()],
-        &[],
-    );
+    run_file(&m, &lib, &conv, &c);
+    let o = tune(&m, &lib, &c, &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         text(&o).contains("a conv2d run; tune writes GEMM solution files"),

@@ -393,30 +393,10 @@ mod tests {
         Row {
             unit_id: unit.into(),
             case_id: case.into(),
-            op: "gemm".into(),
             backend: backend.into(),
-            device: Default::default(),
             solver: solver.into(),
             env: format!("backend={backend}").into(),
-            rocm: Default::default(),
             status,
-            phase: Default::default(),
-            error: Default::default(),
-            reference: Default::default(),
-            max_abs_err: None,
-            max_rel_err: None,
-            median_ms: None,
-            samples: None,
-            trials: None,
-            trial_ms: Vec::new(),
-            gflops: None,
-            gbps: None,
-            workspace_bytes: None,
-            chosen: Default::default(),
-            stable: Default::default(),
-            unstable: Default::default(),
-            flops: None,
-            bytes: None,
             params: crate::results::rundata::Params::from_pairs([
                 ("m", "8"),
                 ("n", "4"),
@@ -424,6 +404,7 @@ mod tests {
                 ("dtype", "f32"),
                 ("case", case),
             ]),
+            ..Row::for_tests()
         }
     }
 

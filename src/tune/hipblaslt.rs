@@ -8,7 +8,7 @@
 //! transA, transB, batch_count, m, n, k, a_type, c_type and compute_type (`f32_r`; a TF32
 //! problem maps to it too, so TF32 rows are not written: they would apply to f32 as well).
 
-use super::shape::Blas;
+use super::shape::{Blas, type_name};
 use crate::dtype::DType;
 use std::fmt::Write as _;
 
@@ -45,17 +45,6 @@ pub fn library(versions: &std::collections::BTreeMap<String, String>) -> Result<
         .ok_or_else(|| {
             "the run's hipBLASLt gave no git revision (hipblasLtGetGitRevision), which the override file's first line must carry".into()
         })
-}
-
-/// hipBLASLt's name for a storage type.
-fn type_name(d: DType) -> Option<&'static str> {
-    match d {
-        DType::F32 => Some("f32_r"),
-        DType::F16 => Some("f16_r"),
-        DType::Bf16 => Some("bf16_r"),
-        DType::F64 => Some("f64_r"),
-        DType::Tf32 => None,
-    }
 }
 
 /// Why a problem cannot be a row of the file; None when it can.

@@ -12,7 +12,7 @@
 //! positive index is a hipBLASLt solution, which this file cannot name. An index written
 //! unconverted is dropped by the parser, silently where other rows load: [`file_value`] converts.
 
-use super::shape::Blas;
+use super::shape::{Blas, type_name};
 use crate::dtype::DType;
 use std::fmt::Write as _;
 
@@ -47,16 +47,6 @@ pub fn file_value(index: i64, major: u32) -> Result<i64, String> {
             "rocBLAS {major} numbers hipBLASLt solutions positive: solution {i} runs through hipBLASLt, which the Tensile override file cannot name"
         )),
         i => Err(format!("index {i} is rocBLAS's default, not a solution")),
-    }
-}
-
-fn type_name(d: DType) -> Option<&'static str> {
-    match d {
-        DType::F32 => Some("f32_r"),
-        DType::F16 => Some("f16_r"),
-        DType::Bf16 => Some("bf16_r"),
-        DType::F64 => Some("f64_r"),
-        DType::Tf32 => None,
     }
 }
 

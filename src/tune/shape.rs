@@ -49,6 +49,18 @@ impl Blas {
     }
 }
 
+/// The type's name in hipBLASLt's and rocBLAS's files (`f32_r`, ...); None for tf32, a compute
+/// mode.
+pub fn type_name(d: DType) -> Option<&'static str> {
+    match d {
+        DType::F32 => Some("f32_r"),
+        DType::F16 => Some("f16_r"),
+        DType::Bf16 => Some("bf16_r"),
+        DType::F64 => Some("f64_r"),
+        DType::Tf32 => None,
+    }
+}
+
 /// The GEMM of a results.csv row (its parameters as the op reads them).
 pub fn gemm_of(row: &Row) -> Result<Gemm, String> {
     let int = |name: &str| -> Result<usize, String> {

@@ -252,31 +252,11 @@ mod tests {
         Row {
             unit_id: "u".into(),
             case_id: "c".into(),
-            op: "gemm".into(),
             backend: "rocm".into(),
-            device: Default::default(),
             solver: "hipblaslt#0-sol56073".into(),
-            env: Default::default(),
-            rocm: Default::default(),
             status: Status::Ok,
-            phase: Default::default(),
-            error: Default::default(),
-            reference: Default::default(),
-            max_abs_err: None,
-            max_rel_err: None,
-            median_ms: None,
-            samples: None,
-            trials: None,
-            trial_ms: Vec::new(),
-            gflops: None,
-            gbps: None,
-            workspace_bytes: None,
-            chosen: Default::default(),
-            stable: Default::default(),
-            unstable: Default::default(),
-            flops: None,
-            bytes: None,
             params: crate::results::rundata::Params::from_pairs(params.iter().copied()),
+            ..Row::for_tests()
         }
     }
 
