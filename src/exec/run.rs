@@ -93,7 +93,11 @@ pub fn run(opts: &RunOptions) -> Result<RunReport, CmdError> {
         return crate::exec::sequence::run(&s, &seq, interrupts);
     }
     if s.opts.dry_run {
-        return crate::exec::plan::dry_run::print(&s.sweep, &s.combos, s.shard);
+        let backend = s
+            .backends
+            .first()
+            .map_or(s.sweep.backend.as_str(), String::as_str);
+        return crate::exec::plan::dry_run::print(&s.sweep, &s.combos, s.shard, backend);
     }
     // A dry run needs no backend. Whether a real one can run is its first worker's to say
     // (start_slots), before anything is published: this process never loads a vendor library.

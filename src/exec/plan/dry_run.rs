@@ -14,12 +14,13 @@ pub fn print(
     sweep: &Sweep,
     combos: &[EnvCombo],
     shard: Option<Shard>,
+    backend: &str,
 ) -> Result<RunReport, CmdError> {
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     match shard {
         Some(shard) => print_shard(&mut w, sweep, combos, shard),
-        None => print_cases(&mut w, sweep, combos.len()),
+        None => print_cases(&mut w, sweep, combos, backend),
     }
     .and_then(|()| w.flush())
     .map_err(|e| CmdError::Failure(format!("writing to stdout: {e}")))?;
@@ -54,14 +55,21 @@ fn print_shard(
     )
 }
 
-/// Every valid case once (not per env combination), then the count: cases, units, the invalid
-/// combinations dropped.
-fn print_cases(w: &mut impl Write, sweep: &Sweep, combos: usize) -> std::io::Result<()> {
+/// Every valid case once (not per env combination), then the count: cases, units (a
+/// `solver = "all"` case counted as its solvers where the backend lists them up front), the
+/// invalid combinations dropped.
+fn print_cases(
+    w: &mut impl Write,
+    sweep: &Sweep,
+    combos: &[EnvCombo],
+    backend: &str,
+) -> std::io::Result<()> {
     let mut count = units::PlanCount::default();
     for case in sweep.cases() {
         match case {
             Ok(case) => {
                 count.cases += 1;
+                count.all_cases += u64::from(case.solver == "all");
                 let text = crate::op::canonical_text(sweep.op, &case.values);
                 writeln!(w, "{} {text} solver={}", case.id, case.solver)?;
             }
@@ -71,30 +79,26 @@ fn print_cases(w: &mut impl Write, sweep: &Sweep, combos: usize) -> std::io::Res
             }
         }
     }
+    let grows = count.all_cases > 0
+        && combos.iter().any(|c| {
+            let b = c.backend.as_deref().unwrap_or(backend);
+            crate::backend::registry::solver_count_up_front(b, sweep.op).is_none()
+        });
     writeln!(
         w,
         "{} cases x {} env combination(s) = {} units ({} invalid combinations dropped{}){}",
         count.cases,
-        combos,
-        count.cases * combos as u64,
+        combos.len(),
+        units::planned(&count, combos, backend, sweep.op),
         count.invalid,
         count
             .invalid_example
             .map(|e| format!(", e.g. {e}"))
             .unwrap_or_default(),
-        if expands_at_run_time(sweep) {
+        if grows {
             "; solver = \"all\" expands further at run time"
         } else {
             ""
         }
     )
-}
-
-/// Whether an axis lists `all` (solvers), known only when a worker enumerates them.
-fn expands_at_run_time(sweep: &Sweep) -> bool {
-    sweep.dims.iter().any(|d| {
-        d.axes
-            .iter()
-            .any(|a| a.values.iter().any(|v| v.as_str() == Some("all")))
-    })
 }
