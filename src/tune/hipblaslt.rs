@@ -2,9 +2,11 @@
 //! `hipblaslt-bench` writes when tuning and the library reads at every heuristic query
 //! (rocblaslt's UserDrivenTuningParser). Its first line must be exactly `Git Version: <the
 //! library's git revision>` (hipblasLtGetGitRevision), else the library turns the override off
-//! for the process; then a header row (which 0.12 skips and later releases read names from) and
-//! one row of 37 values per problem: the bench's arguments, its perf columns and the solution
-//! index (hipblaslt_ext::getIndexFromAlgo, what rocsweep's `hipblaslt#R-solN` names). 0.12 matches
+//! for the process; then per problem a header row and a row of 37 values: the bench's arguments,
+//! its perf columns and the solution index (hipblaslt_ext::getIndexFromAlgo, what rocsweep's
+//! `hipblaslt#R-solN` names). 0.12 drops the header rows (they do not parse as numbers); later
+//! releases' bench writes such header/value pairs and their reader takes each value row after its
+//! header, by column name (read from source, never run here). 0.12 matches
 //! transA, transB, batch_count, m, n, k, a_type, c_type and compute_type (`f32_r`; a TF32
 //! problem maps to it too, so TF32 rows are not written: they would apply to f32 as well).
 
@@ -78,8 +80,9 @@ pub struct Row {
 
 /// The file's text. `arch` and `cus` fill the bench's device columns (not matched).
 pub fn text(git: &str, arch: &str, cus: &str, rows: &[Row]) -> String {
-    let mut s = format!("Git Version: {git}\n    {HEADER}\n");
+    let mut s = format!("Git Version: {git}\n");
     for r in rows {
+        let _ = writeln!(s, "    {HEADER}");
         let b = &r.blas;
         let (a, c) = (
             type_name(r.dtype).unwrap_or("f32_r"),
@@ -207,6 +210,10 @@ mod tests {
         let (git, rows) = parse(&t);
         assert_eq!(git.as_deref(), Some("d3f1a2b"));
         assert_eq!(rows.len(), 1, "{t}");
+        // Each value row follows its own header row, as later releases' readers take them.
+        let lines: Vec<&str> = t.lines().map(str::trim_start).collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!((lines[1], lines[2].split(',').count()), (HEADER, 37));
         let f = &rows[0];
         // transA is our trans_b; m and n swap.
         assert_eq!((f[0].as_str(), f[1].as_str()), ("T", "N"));
