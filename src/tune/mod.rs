@@ -62,7 +62,13 @@ pub fn command(o: &Options) -> Result<i32, CmdError> {
             checks: BTreeMap::new(),
         });
     }
-    let files = write_files(&run, &mut tuned, &o.out)?;
+    // The target PyTorch is asked once (a Python start), whichever files are written again.
+    let torch = tuned
+        .iter()
+        .any(|t| t.target.is_some())
+        .then(|| tunableop::read(&crate::backend::torch::choose_python().0));
+    let torch = torch.as_ref();
+    let files = write_files(&run, &mut tuned, &o.out, torch)?;
     if !tuned.is_empty() && files.is_empty() {
         return Err(CmdError::BadInput(refusal(&tuned)));
     }
@@ -71,7 +77,7 @@ pub fn command(o: &Options) -> Result<i32, CmdError> {
             verify_file(&run, &mut tuned, f, &o.out)?;
         }
         // The files again, with only the rows that held.
-        write_files(&run, &mut tuned, &o.out)?;
+        write_files(&run, &mut tuned, &o.out, torch)?;
     }
     let md = evidence::write(&run, &pairs, &tuned, &o.out, o.verify)?;
     crate::sayln!("{}", evidence::headline(&pairs, &tuned, o.verify));
@@ -141,7 +147,12 @@ const LIBRARY_FILES: [FileKind; 2] = [
 
 /// Writes every file that has rows (a shape a verification dropped is left out) and returns the
 /// library files written; records per shape which file took it or why not.
-fn write_files(run: &RunData, tuned: &mut [Tuned], out: &Path) -> Result<Vec<FileKind>, CmdError> {
+fn write_files(
+    run: &RunData,
+    tuned: &mut [Tuned],
+    out: &Path,
+    torch: Option<&Result<tunableop::Torch, String>>,
+) -> Result<Vec<FileKind>, CmdError> {
     let versions = &run.manifest.backend_info("rocm").versions;
     let mut written = Vec::new();
     for kind in LIBRARY_FILES {
@@ -157,9 +168,11 @@ fn write_files(run: &RunData, tuned: &mut [Tuned], out: &Path) -> Result<Vec<Fil
         }
     }
     let git = versions.get(crate::backend::rocm::HIPBLASLT_GIT).cloned();
-    if tuned.iter().any(|t| t.target.is_some()) {
-        let python = crate::backend::torch::choose_python().0;
-        match tunableop::read(&python).map(|torch| tunableop_rows(&torch, tuned, git.as_deref())) {
+    if let Some(torch) = torch {
+        match torch
+            .as_ref()
+            .map(|torch| tunableop_rows(torch, tuned, git.as_deref()))
+        {
             Ok(Some(text)) => write(out, tunableop::FILE, &text)?,
             Ok(None) => remove_stale(out, tunableop::FILE)?,
             Err(why) => {
