@@ -1,29 +1,35 @@
 #!/usr/bin/env python3
 """Is the torch layer's time PyTorch's time? Compares every ok torch row of a rocsweep run with
-PyTorch itself, timed in a clean process per torch solver on the same GPU, in the same device
-command (issue 42's benchmark; not a timed test).
+PyTorch itself, timed in clean processes on the same GPU, in the same device command (issue 42's
+benchmark; not a timed test).
 
 usage: torch_layer_fidelity.py RUN_DIR OUT_DIR
        torch_layer_fidelity.py --clean SOLVER RUN_DIR OUT.json   (one solver's clean process)
 
 RUN_DIR: a run of `--backend torch` with `[timing] cache = "warm"` (`--set timing.cache=warm`):
-the launch-free figure compared is a warm one on both sides. Per torch solver in the run, a
-fresh Python (this script with --clean) sets what the torch layer sets for that solver
-(cudnn.benchmark = True for torch-benchmark, False for torch-default; TF32 off unless the case's
-compute is tf32; the BLAS preference of `torch-matmul+BLAS`), makes each shape's inputs (uniform
-in [-1, 1), drawn in f32 and rounded to the dtype, as rocsweep's), and measures PyTorch's own:
-- graph20 (the issue's reference): 20 calls captured in a CUDA graph (after one call outside it:
-  cuDNN benchmarks there), a warm replay, then a replay between two events queued behind it:
-  time / 20, median of 20 replays;
-- graphk (the same duty cycle as the layer's samples): a graph of as many calls as rocsweep's
-  rule gives the layer (ceil(0.2 ms / its median), 1 to 64), its replay queued behind a spin
-  kernel (torch.cuda._sleep) that outlasts the launch, as the layer and rocsweep's library
-  backends hold theirs: time / calls, median of 20. One long call after a light spin runs at a
-  higher clock than 20 back to back (a large bf16 GEMM: 15% on an H200), which graph20 holds;
-- per call: one call between two events, median of 30 made back to back.
-Then, shape by shape: torch layer `median_ms` / graphk and / graph20 (target within 2%) and
-`call_median_ms` / per call (target within 3%); lowest, highest, geometric mean and how many
-fall outside, per op and solver.
+the launch-free figure compared is a warm one on both sides. Per torch solver in the run, two
+fresh Pythons, one after the other (this script with --clean; the second gives PyTorch's own
+process-to-process spread), set what the torch layer sets for that solver (cudnn.benchmark =
+True for torch-benchmark, False for torch-default; TF32 off unless the case's compute is tf32;
+the BLAS preference of `torch-matmul+BLAS`), make each shape's inputs (uniform in [-1, 1), drawn
+in f32 and rounded to the dtype, as rocsweep's), and measure PyTorch's own, per shape:
+- same regime (the target's reference): a short burst as a rocsweep unit is, after the card
+  rested: one call, then `warmup` + `samples` samples (the row's counts); each sample is three
+  calls between events made back to back (the per-call figure: the third's), then a CUDA graph
+  of K calls (K = ceil(0.2 ms / the last sample's time per call), 64 for the first; one call
+  is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K; medians of
+  the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md), not
+  imported from the worker;
+- sustained (the issue's graph20): 20 calls captured in a CUDA graph, a warm replay, then a
+  replay between two events queued behind it: time / 20, median of 20 replays, or of as many
+  as last two seconds, at least 3 (over a second of back to
+  back work for a large GEMM: the card reaches its power limit and lowers its clock);
+- per call, 30 back to back: one call between two events, the median of 30.
+Each figure carries the SM clock (NVML) read after it, as rocsweep's rows carry `clock_mhz`.
+Then, shape by shape: torch layer `median_ms` / same regime (target within 2%),
+`call_median_ms` / same regime's per call (target within 3%), the two clean processes against
+each other (PyTorch's own spread), and the layer / sustained with both clocks; lowest, highest,
+geometric mean and how many fall outside, per op and solver.
 Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
 """
 import csv
@@ -33,15 +39,22 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 GRAPH_CALLS = 20
 GRAPH_REPS = 20
 CALL_REPS = 30
-# rocsweep's sample size rule (src/timing.rs: TARGET_SAMPLE_S, MAX_CALLS_PER_SAMPLE).
+# rocsweep's sampling rule (src/timing.rs: TARGET_SAMPLE_S, MAX_CALLS_PER_SAMPLE; the torch
+# worker's CALLS_IN_A_ROW).
 TARGET_SAMPLE_MS = 0.2
 MAX_CALLS = 64
+CALLS_IN_A_ROW = 3
+# How long the card rests before a shape's burst (a rocsweep unit starts after its prepare).
+REST_S = 0.3
 TARGET_GRAPH = 0.02
 TARGET_CALL = 0.03
+# The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
+WARMUP = 2
 
 
 def rows(run_dir):
@@ -59,6 +72,7 @@ def key(r):
 
 def clean(solver, run_dir, out):
     import torch
+    from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
     from peer_times import per_call_ms  # one call between events, the median of reps
 
     dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -108,32 +122,10 @@ def clean(solver, run_dir, out):
     def ev():
         return torch.cuda.Event(enable_timing=True)
 
-    def graph_ms(fn):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(GRAPH_CALLS):
-                fn()
-        times = []
-        for _ in range(GRAPH_REPS):
-            a, b = ev(), ev()
-            g.replay()
-            a.record()
-            g.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) / GRAPH_CALLS)
-        del g
-        return statistics.median(times)
-
     cycles = []
 
-    def cycles_per_ms():
+    def spin_ms(ms):
+        """A spin kernel of about `ms` on the current stream (torch.cuda._sleep counts cycles)."""
         if not cycles:
             a, b = ev(), ev()
             torch.cuda._sleep(1000)
@@ -142,26 +134,74 @@ def clean(solver, run_dir, out):
             b.record()
             b.synchronize()
             cycles.append(2_000_000 / a.elapsed_time(b))
-        return cycles[0]
+        torch.cuda._sleep(int(ms * cycles[0]))
 
-    def graphk_ms(fn, calls):
+    def capture(fn, calls):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             for _ in range(calls):
                 fn()
         g.replay()
         torch.cuda.synchronize()
+        return g
+
+    def held_ms(enqueue):
+        """Device ms of what enqueue() queues, queued behind a 0.2 ms spin."""
+        a, b = ev(), ev()
+        spin_ms(0.2)
+        a.record()
+        enqueue()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b)
+
+    def burst(fn, warmup, samples):
+        """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring."""
+        graphs, last, dev, call = {}, None, [], []
+        for i in range(warmup + samples):
+            k = MAX_CALLS if last is None else max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
+            for _ in range(CALLS_IN_A_ROW):
+                a, b = ev(), ev()
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+            one = a.elapsed_time(b)
+            if k > 1:
+                if k not in graphs:
+                    graphs[k] = capture(fn, k)
+                last = held_ms(graphs[k].replay) / k
+            else:
+                last = held_ms(fn)
+            if i >= warmup:
+                dev.append(last)
+                call.append(one)
+        graphs.clear()
+        return statistics.median(dev), statistics.median(call), sm_clock_mhz()
+
+    def sustained(fn, per_call):
+        """(ms, SM clock): the issue's graph20, see the docstring; per_call: about its ms per call."""
+        g = capture(fn, GRAPH_CALLS)
         times = []
-        for _ in range(GRAPH_REPS):
+        # At least two seconds of back to back replays where 20 replays take less; three where
+        # one call is long (a 21 ms f32 GEMM: 2.5 s).
+        reps = max(3, min(GRAPH_REPS, math.ceil(2000 / (2 * GRAPH_CALLS * max(per_call, 1e-3)))))
+        for _ in range(reps):
             a, b = ev(), ev()
-            torch.cuda._sleep(int(0.2 * cycles_per_ms()))
+            g.replay()
             a.record()
             g.replay()
             b.record()
             b.synchronize()
-            times.append(a.elapsed_time(b) / calls)
+            times.append(a.elapsed_time(b) / GRAPH_CALLS)
         del g
-        return statistics.median(times)
+        return statistics.median(times), sm_clock_mhz()
 
     result = {}
     for r in rows(run_dir):
@@ -171,11 +211,16 @@ def clean(solver, run_dir, out):
         fn = make(r) if make else None
         if fn is None:
             continue
+        torch.cuda.synchronize()
+        time.sleep(REST_S)
         fn()
         torch.cuda.synchronize()
-        calls = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / float(r["median_ms"]))))
-        result[key(r)] = {"graph_ms": graph_ms(fn), "graphk_ms": graphk_ms(fn, calls),
-                          "calls": calls, "call_ms": per_call_ms(fn, CALL_REPS)}
+        samples = max(1, int(r.get("samples") or 5))
+        burst_ms, burst_call_ms, burst_clock = burst(fn, WARMUP, samples)
+        graph_ms, graph_clock = sustained(fn, burst_ms)
+        result[key(r)] = {"burst_ms": burst_ms, "burst_call_ms": burst_call_ms, "burst_clock": burst_clock,
+                          "graph_ms": graph_ms, "graph_clock": graph_clock,
+                          "call30_ms": per_call_ms(fn, CALL_REPS)}
         torch.cuda.empty_cache()
     result["_versions"] = {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version()),
                            "device": torch.cuda.get_device_name(0)}
@@ -193,70 +238,111 @@ def summary(ratios, target):
     return len(ratios), "%.3f" % min(ratios), "%.3f" % max(ratios), "%.3f" % geo, outside
 
 
+def clean_runs(run_dir, out_dir, solvers):
+    """Per solver, two clean processes one after the other: ({key: first}, {key: second}, versions)."""
+    first, second, versions = {}, {}, {}
+    for solver in solvers:
+        for n, into in ((1, first), (2, second)):
+            out = os.path.join(out_dir, "clean-%s-%d.json" % (solver, n))
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--clean", solver, run_dir, out],
+                           check=True)
+            with open(out) as f:
+                got = json.load(f)
+            versions = got.pop("_versions", versions)
+            into.update(got)
+    return first, second, versions
+
+
+def shape_of(r):
+    keys = ("n", "c_in", "c_out", "h", "kernel", "stride") if r["op"] == "conv2d" else ("m", "n", "k", "compute")
+    return ";".join("%s=%s" % (k, r[k]) for k in keys if k in r)
+
+
+def table_rows(mine, first, second):
+    table = []
+    for r in mine:
+        m, m2 = first.get(key(r)), second.get(key(r))
+        if not m or not m2:
+            continue
+        layer, call = float(r["median_ms"]), float(r["call_median_ms"])
+        table.append({
+            "op": r["op"], "solver": r["solver"], "case_id": r["case_id"], "shape": shape_of(r),
+            "dtype": r["dtype"], "timing_method": r.get("timing_method", ""), "cache": r.get("cache", ""),
+            "samples": r.get("samples", ""), "layer_ms": layer, "layer_clock": r.get("clock_mhz", ""),
+            "pytorch_ms": m["burst_ms"], "pytorch_clock": m["burst_clock"], "ratio": layer / m["burst_ms"],
+            "pytorch_again_ms": m2["burst_ms"], "pytorch_spread": m["burst_ms"] / m2["burst_ms"],
+            "layer_call_ms": call, "pytorch_call_ms": m["burst_call_ms"], "call_ratio": call / m["burst_call_ms"],
+            "pytorch_call_spread": m["burst_call_ms"] / m2["burst_call_ms"],
+            "pytorch_sustained_ms": m["graph_ms"], "sustained_clock": m["graph_clock"],
+            "sustained_ratio": layer / m["graph_ms"],
+            "pytorch_call30_ms": m["call30_ms"], "call30_ratio": call / m["call30_ms"],
+        })
+    return table
+
+
+FIGURES = (
+    ("launch-free / same regime", "ratio", TARGET_GRAPH),
+    ("PyTorch / PyTorch again (launch-free)", "pytorch_spread", TARGET_GRAPH),
+    ("per call / same regime", "call_ratio", TARGET_CALL),
+    ("PyTorch / PyTorch again (per call)", "pytorch_call_spread", TARGET_CALL),
+    ("launch-free / sustained (graph20)", "sustained_ratio", TARGET_GRAPH),
+    ("per call / 30 back to back", "call30_ratio", TARGET_CALL),
+)
+
+
+def worst(table, col, n):
+    return sorted(table, key=lambda t: -abs(math.log(t[col])))[:n]
+
+
+def clock(v):
+    return "" if v in (None, "") else str(v)
+
+
+def report(run_dir, table, versions):
+    lines = ["# The torch layer against PyTorch in clean processes", "",
+             "Run: `%s`; PyTorch %s, cuDNN %s, on %s. The torch layer's `median_ms` (warm, its "
+             "`timing_method`) and `call_median_ms` against PyTorch in a clean process per solver, "
+             "timed in the same regime (a rested card, the row's samples: "
+             "`benches/peer/torch_layer_fidelity.py`), a second clean process for PyTorch's own "
+             "spread, and PyTorch's sustained graph of %d calls with the SM clock of each side." % (
+                 run_dir, versions.get("torch"), versions.get("cudnn"), versions.get("device"), GRAPH_CALLS), "",
+             "| op | solver | figure | shapes | lowest | highest | geometric mean | outside target |",
+             "|---|---|---|---|---|---|---|---|"]
+    for op, solver in sorted({(t["op"], t["solver"]) for t in table}):
+        mine = [t for t in table if (t["op"], t["solver"]) == (op, solver)]
+        for fig, col, target in FIGURES:
+            n, lo, hi, geo, out = summary([t[col] for t in mine], target)
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s (beyond %d%%) |" % (
+                op, solver, fig, n, lo, hi, geo, out, round(target * 100)))
+    lines += ["", "Shape by shape: `fidelity.csv`. Worst launch-free ratios (same regime):", "",
+              "| op | solver | shape | dtype | layer ms | MHz | PyTorch ms | MHz | ratio | PyTorch again | "
+              "sustained ms | MHz | method |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for t in worst(table, "ratio", 12):
+        lines.append("| %s | %s | %s | %s | %.4f | %s | %.4f | %s | %.3f | %.3f | %.4f | %s | %s |" % (
+            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], clock(t["layer_clock"]),
+            t["pytorch_ms"], clock(t["pytorch_clock"]), t["ratio"], t["pytorch_spread"],
+            t["pytorch_sustained_ms"], clock(t["sustained_clock"]), t["timing_method"]))
+    lines += ["", "Worst per-call ratios (same regime):", "",
+              "| op | solver | shape | dtype | layer call ms | PyTorch call ms | ratio | PyTorch again |",
+              "|---|---|---|---|---|---|---|---|"]
+    for t in worst(table, "call_ratio", 8):
+        lines.append("| %s | %s | %s | %s | %.4f | %.4f | %.3f | %.3f |" % (
+            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_call_ms"], t["pytorch_call_ms"],
+            t["call_ratio"], t["pytorch_call_spread"]))
+    return lines
+
+
 def compare(run_dir, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     mine = list(rows(run_dir))
-    measured, versions = {}, {}
-    for solver in sorted({r["solver"] for r in mine}):
-        out = os.path.join(out_dir, "clean-%s.json" % solver)
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--clean", solver, run_dir, out], check=True)
-        with open(out) as f:
-            got = json.load(f)
-        versions = got.pop("_versions", versions)
-        measured.update(got)
-    table = []
-    for r in mine:
-        m = measured.get(key(r))
-        if not m:
-            continue
-        table.append({
-            "op": r["op"], "solver": r["solver"], "case_id": r["case_id"],
-            "dtype": r["dtype"], "timing_method": r.get("timing_method", ""), "cache": r.get("cache", ""),
-            "layer_ms": float(r["median_ms"]), "calls": m["calls"],
-            "pytorch_graphk_ms": m["graphk_ms"], "graphk_ratio": float(r["median_ms"]) / m["graphk_ms"],
-            "pytorch_graph20_ms": m["graph_ms"], "graph20_ratio": float(r["median_ms"]) / m["graph_ms"],
-            "layer_call_ms": float(r["call_median_ms"]), "pytorch_call_ms": m["call_ms"],
-            "call_ratio": float(r["call_median_ms"]) / m["call_ms"],
-            "shape": ";".join("%s=%s" % (k, r[k]) for k in
-                              (("n", "c_in", "c_out", "h", "kernel", "stride") if r["op"] == "conv2d"
-                               else ("m", "n", "k", "compute")) if k in r),
-        })
+    first, second, versions = clean_runs(run_dir, out_dir, sorted({r["solver"] for r in mine}))
+    table = table_rows(mine, first, second)
     with open(os.path.join(out_dir, "fidelity.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(table[0].keys()) if table else ["op"])
         w.writeheader()
         w.writerows(table)
-    lines = ["# The torch layer against PyTorch in a clean process", "",
-             "Run: `%s`; PyTorch %s, cuDNN %s, on %s. Launch-free: the torch layer's `median_ms` "
-             "(warm, its `timing_method`) / PyTorch's CUDA graph of the same number of calls held "
-             "behind a spin (graphk), and / PyTorch's graph of %d calls queued behind a warm replay "
-             "(graph20); per call: `call_median_ms` / one call between events in PyTorch, made "
-             "back to back." % (
-                 run_dir, versions.get("torch"), versions.get("cudnn"), versions.get("device"), GRAPH_CALLS), "",
-             "| op | solver | figure | shapes | lowest | highest | geometric mean | outside target |",
-             "|---|---|---|---|---|---|---|---|"]
-    groups = sorted({(t["op"], t["solver"]) for t in table})
-    for op, solver in groups:
-        mine_ = [t for t in table if (t["op"], t["solver"]) == (op, solver)]
-        for fig, col, target in (("launch-free / graphk", "graphk_ratio", TARGET_GRAPH),
-                                 ("launch-free / graph20", "graph20_ratio", TARGET_GRAPH),
-                                 ("per call", "call_ratio", TARGET_CALL)):
-            n, lo, hi, geo, out = summary([t[col] for t in mine_], target)
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s (beyond %d%%) |" % (
-                op, solver, fig, n, lo, hi, geo, out, round(target * 100)))
-    lines += ["", "Shape by shape: `fidelity.csv`. Worst launch-free ratios:", "",
-              "| op | solver | shape | dtype | torch layer ms | calls | PyTorch graphk ms | ratio | PyTorch graph20 ms | ratio | method |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for t in sorted(table, key=lambda t: -abs(math.log(t["graphk_ratio"])))[:12]:
-        lines.append("| %s | %s | %s | %s | %.4f | %d | %.4f | %.3f | %.4f | %.3f | %s |" % (
-            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], t["calls"], t["pytorch_graphk_ms"],
-            t["graphk_ratio"], t["pytorch_graph20_ms"], t["graph20_ratio"], t["timing_method"]))
-    lines += ["", "Worst per-call ratios:", "",
-              "| op | solver | shape | dtype | torch layer call ms | PyTorch call ms | ratio |",
-              "|---|---|---|---|---|---|---|"]
-    for t in sorted(table, key=lambda t: -abs(math.log(t["call_ratio"])))[:8]:
-        lines.append("| %s | %s | %s | %s | %.4f | %.4f | %.3f |" % (
-            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_call_ms"], t["pytorch_call_ms"],
-            t["call_ratio"]))
+    lines = report(run_dir, table, versions)
     with open(os.path.join(out_dir, "fidelity.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 42, point 1, again, in one device command from the repository root, with the release
+# binary carried in as target/carry/after/rocsweep(.xz): the torch layer against PyTorch in clean
+# processes timed in the same regime (a rested card, the row's samples), PyTorch against itself
+# in a second clean process, and PyTorch's sustained graph of 20 calls, each with its SM clock
+# (benches/peer/torch_layer_fidelity.py).
+# - sweeps/h200-resnet50-conv.toml (46 convolutions) and sweeps/h200-gemm-shapes.toml (24 GEMMs)
+#   through the torch layer (`--backend torch`: every torch solver, each in a Python of its own),
+#   warm cache, one trial;
+# - nvidia-smi's SM clock, power and temperature every 200 ms for the whole command (smi.csv).
+# Everything lands in $OUT/regime/ (one archive); the tables on stdout.
+set -u
+R="$OUT/regime"
+mkdir -p "$R"
+f=target/carry/after/rocsweep
+if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
+    chmod +x "$f" || exit 1
+fi
+B=$f
+log() { echo "[$(date -u +%H:%M:%S.%3N) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
+nvidia-smi > "$R/nvidia-smi.txt" 2>&1
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv -lms 200 > "$R/smi.csv" 2>&1 &
+SMI=$!
+export ROCSWEEP_PYTHON=$(command -v python3)
+python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())" > "$R/torch.txt" 2>&1
+WARM=(run --quiet --no-report --backend torch --trials 1 --set 'timing.cache="warm"')
+for p in conv gemm; do
+  sweep=sweeps/h200-resnet50-conv.toml
+  [ "$p" = gemm ] && sweep=sweeps/h200-gemm-shapes.toml
+  log "$p layer"
+  timeout 120 "$B" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
+  log "$p layer rc $?"
+  log "$p fidelity"
+  timeout 200 python3 benches/peer/torch_layer_fidelity.py "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
+  log "$p fidelity rc $?"
+  cat "$R/$p-table/fidelity.md" 2>/dev/null
+  cp "$R/$p-table/fidelity.md" "$OUT/$p-fidelity.md" 2>/dev/null
+done
+kill "$SMI" 2>/dev/null
+tar czf "$OUT/regime.tgz" -C "$OUT" --exclude=workers --exclude=caches regime
+rm -rf "$R"
