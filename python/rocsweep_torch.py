@@ -54,6 +54,9 @@ class Unsupported(Exception):
 
 # Calls made back to back for one per-call figure (the last one's); see Device.run.
 CALLS_IN_A_ROW = 3
+# Set (to anything): each request's start and end on the host's monotonic clock go to the
+# worker's log, so a device command can see how long the device rests between samples.
+TRACE_VAR = "ROCSWEEP_TORCH_TRACE"
 
 
 class Device:
@@ -790,7 +793,11 @@ def serve(d, inp):
                     raise Unsupported("torch has no op `%s`" % kind)
                 send({"ok": True, "chosen": op.chosen})
             elif cmd == "run":
+                t0 = time.perf_counter()
                 dev_s, call_s, method = d.run(op, max(1, int(req.get("k", 1))))
+                if os.environ.get(TRACE_VAR):
+                    print("rocsweep torch worker: run k=%s start=%.6f end=%.6f" % (
+                        req.get("k"), t0, time.perf_counter()), file=sys.stderr)
                 send({"ok": True, "device": dev_s, "call": call_s, "method": method})
             elif cmd == "output":
                 d.sync()

@@ -4,6 +4,7 @@ PyTorch itself, timed in clean processes on the same GPU, in the same device com
 benchmark; not a timed test).
 
 usage: torch_layer_fidelity.py RUN_DIR OUT_DIR
+       torch_layer_fidelity.py --duty RUN_DIR OUT_DIR      (the long calls with rests; below)
        torch_layer_fidelity.py --clean SOLVER RUN_DIR OUT.json   (one solver's clean process)
 
 RUN_DIR: a run of `--backend torch` with `[timing] cache = "warm"` (`--set timing.cache=warm`):
@@ -32,6 +33,11 @@ Then, shape by shape: torch layer `median_ms` / same regime (target within 2%),
 each other (PyTorch's own spread), and the layer / sustained with both clocks; lowest, highest,
 geometric mean and how many fall outside, per op and solver.
 Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
+
+--duty: for a run made with ROCSWEEP_TORCH_TRACE=1 (the worker logs each sample's start and end),
+the gaps between the layer's samples, and torch-matmul's calls of 0.1 ms or more timed again in a
+clean process as bursts with the host idle 0, 1, 3, 10 and 30 ms before each sample: which rest
+gives the layer's time (a card below its power limit keeps its clock). Writes OUT_DIR/duty.md.
 """
 import csv
 import json
@@ -56,6 +62,9 @@ TARGET_GRAPH = 0.02
 TARGET_CALL = 0.03
 # The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
 WARMUP = 2
+# --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
+DUTY_GAPS_MS = (0, 1, 3, 10, 30)
+DUTY_MIN_MS = 0.1
 
 
 def rows(run_dir):
@@ -71,7 +80,7 @@ def key(r):
 
 # --- the clean process ------------------------------------------------------------------------
 
-def clean(solver, run_dir, out):
+def clean(solver, run_dir, out, gaps=None):
     import torch
     from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
     from peer_times import per_call_ms  # one call between events, the median of reps
@@ -162,10 +171,13 @@ def clean(solver, run_dir, out):
         b.synchronize()
         return a.elapsed_time(b)
 
-    def burst(fn, warmup, samples):
-        """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring."""
+    def burst(fn, warmup, samples, gap_s=0.0):
+        """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
+        the host idles that long before each sample (--duty)."""
         graphs, last, dev, call = {}, None, [], []
         for i in range(warmup + samples):
+            if gap_s:
+                time.sleep(gap_s)
             k = MAX_CALLS if last is None else max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
             for _ in range(CALLS_IN_A_ROW):
                 a, b = ev(), ev()
@@ -210,6 +222,25 @@ def clean(solver, run_dir, out):
             fn = make(r) if make and r["solver"] == solver else None
             if fn is not None:
                 yield r, fn
+
+    if gaps is not None:
+        # --duty: the long calls' bursts again with the host idle between samples.
+        result = {}
+        for r, fn in shapes():
+            if float(r["median_ms"]) < DUTY_MIN_MS:
+                continue
+            samples = max(1, int(r.get("samples") or 5))
+            for gap in gaps:
+                torch.cuda.synchronize()
+                time.sleep(REST_S)
+                fn()
+                torch.cuda.synchronize()
+                result.setdefault(key(r), {})["%g" % gap] = burst(fn, WARMUP, samples, gap / 1e3)[0]
+            del fn
+            torch.cuda.empty_cache()
+        with open(out, "w") as f:
+            json.dump(result, f)
+        return
 
     # Two passes, as the layer's units follow one another: first every shape's burst, then
     # the sustained and back-to-back figures (seconds of work at the power limit, which would
@@ -368,9 +399,66 @@ def compare(run_dir, out_dir):
     print("\n".join(lines))
 
 
+def layer_gaps(run_dir):
+    """(ms the torch layer's device rested between two samples of a unit, ms a sample took), from
+    the worker logs of a run made with ROCSWEEP_TORCH_TRACE=1."""
+    gaps, busy = [], []
+    for root, _, files in os.walk(os.path.join(run_dir, "workers")):
+        for name in sorted(files):
+            last_end = None
+            with open(os.path.join(root, name), errors="replace") as f:
+                for line in f:
+                    if " prepares " in line:
+                        last_end = None
+                    if "rocsweep torch worker: run k=" not in line:
+                        continue
+                    fields = dict(x.split("=", 1) for x in line.split() if "=" in x)
+                    start, end = float(fields["start"]), float(fields["end"])
+                    busy.append((end - start) * 1e3)
+                    if last_end is not None:
+                        gaps.append((start - last_end) * 1e3)
+                    last_end = end
+    return gaps, busy
+
+
+def duty(run_dir, out_dir):
+    """The long calls of torch-matmul: the layer's time against PyTorch's burst with the host idle
+    0 to 30 ms between samples, beside the gaps the layer's own trace shows."""
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, "duty-torch-matmul.json")
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--duty-clean", "torch-matmul", run_dir, out],
+                   check=True)
+    with open(out) as f:
+        got = json.load(f)
+    gaps, busy = layer_gaps(run_dir)
+    q = lambda v, p: sorted(v)[int(p * (len(v) - 1))] if v else float("nan")  # noqa: E731
+    lines = ["# The torch layer's rests between samples, and PyTorch's long calls with rests", "",
+             "Layer trace (`ROCSWEEP_TORCH_TRACE`): %d gaps between samples of a unit: median %.3f ms, "
+             "p10 %.3f, p90 %.3f; a sample took median %.3f ms." % (
+                 len(gaps), q(gaps, .5), q(gaps, .1), q(gaps, .9), q(busy, .5)), "",
+             "| shape | dtype | layer ms | " + " | ".join("PyTorch, %g ms rests" % g for g in DUTY_GAPS_MS) + " |",
+             "|---|---|---|" + "---|" * len(DUTY_GAPS_MS)]
+    for r in rows(run_dir):
+        m = got.get(key(r))
+        if not m:
+            continue
+        layer = float(r["median_ms"])
+        lines.append("| %s | %s | %.4f | %s |" % (shape_of(r), r["dtype"], layer, " | ".join(
+            "%.4f (%.3f)" % (m["%g" % g], layer / m["%g" % g]) for g in DUTY_GAPS_MS)))
+    with open(os.path.join(out_dir, "duty.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "--clean":
         clean(argv[2], argv[3], argv[4])
+        return 0
+    if len(argv) == 5 and argv[1] == "--duty-clean":
+        clean(argv[2], argv[3], argv[4], DUTY_GAPS_MS)
+        return 0
+    if len(argv) == 4 and argv[1] == "--duty":
+        duty(argv[2], argv[3])
         return 0
     if len(argv) == 3:
         compare(argv[1], argv[2])
