@@ -14,14 +14,15 @@ process-to-process spread), set what the torch layer sets for that solver (cudnn
 True for torch-benchmark, False for torch-default; TF32 off unless the case's compute is tf32;
 the BLAS preference of `torch-matmul+BLAS`), make each shape's inputs (uniform in [-1, 1), drawn
 in f32 and rounded to the dtype, as rocsweep's), and measure PyTorch's own, per shape:
-- same regime (the target's reference): a short burst as a rocsweep unit is, after the card
-  rested: one call, then `warmup` + `samples` samples (the row's counts); each sample is three
-  calls between events made back to back (the per-call figure: the third's), then a CUDA graph
-  of K calls (K = ceil(0.2 ms / the last sample's time per call), 64 for the first; one call
-  is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K; medians of
-  the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md), not
-  imported from the worker. Every shape's burst comes first, 0.3 s apart (as the layer's units
-  follow one another), the figures below in a second pass;
+- same regime (the target's reference): a short burst as a rocsweep unit is: the first call
+  alone behind a spin, a rest of 0.5 s (the layer's device rests 0.1-1 s there while the first
+  output is checked: `--duty`), then `warmup` + `samples` samples (the row's counts) back to
+  back; each sample is three calls between events made back to back (the per-call figure: the
+  third's), then a CUDA graph of K calls (K = ceil(0.2 ms / the last sample's time per call);
+  one call is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K;
+  medians of the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md), not
+  imported from the worker. Every shape's burst comes first (as the layer's units follow one
+  another), the figures below in a second pass;
 - sustained (the issue's graph20): 20 calls captured in a CUDA graph, a warm replay, then a
   replay between two events queued behind it: time / 20, median of 20 replays, or of as many
   as last two seconds, at least 3 (seconds of back to back work for a large GEMM: the card
@@ -56,8 +57,9 @@ CALL_REPS = 30
 TARGET_SAMPLE_MS = 0.2
 MAX_CALLS = 64
 CALLS_IN_A_ROW = 3
-# How long the card rests before a shape's burst (a rocsweep unit starts after its prepare).
-REST_S = 0.3
+# How long the card rests between a shape's first call and its samples (the layer's device rests
+# 0.1 to 1 s there while the supervisor checks the first output).
+REST_S = 0.5
 TARGET_GRAPH = 0.02
 TARGET_CALL = 0.03
 # The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
@@ -174,11 +176,16 @@ def clean(solver, run_dir, out, gaps=None):
     def burst(fn, warmup, samples, gap_s=0.0):
         """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
         the host idles that long before each sample (--duty)."""
-        graphs, last, dev, call = {}, None, [], []
+        graphs, dev, call = {}, [], []
+        # The layer's first sample is the first call alone (its `first_call_ms`), which sets K;
+        # then its device rests while the call's output is checked (0.1 to 1 s on the H200's
+        # GEMM sweep, ROCSWEEP_TORCH_TRACE), and the samples follow back to back.
+        last = held_ms(fn)
+        time.sleep(REST_S)
         for i in range(warmup + samples):
             if gap_s:
                 time.sleep(gap_s)
-            k = MAX_CALLS if last is None else max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
+            k = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
             for _ in range(CALLS_IN_A_ROW):
                 a, b = ev(), ev()
                 a.record()
@@ -247,8 +254,6 @@ def clean(solver, run_dir, out, gaps=None):
     # leave the next shape's burst on a capped clock).
     result = {}
     for r, fn in shapes():
-        torch.cuda.synchronize()
-        time.sleep(REST_S)
         fn()
         torch.cuda.synchronize()
         samples = max(1, int(r.get("samples") or 5))

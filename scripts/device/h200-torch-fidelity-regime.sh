@@ -33,7 +33,7 @@ for p in conv gemm; do
   timeout 120 "$B" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
   log "$p layer rc $?"
   log "$p fidelity"
-  timeout 200 python3 benches/peer/torch_layer_fidelity.py "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
+  timeout 260 python3 benches/peer/torch_layer_fidelity.py "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
   log "$p fidelity rc $?"
   cat "$R/$p-table/fidelity.md" 2>/dev/null
   cp "$R/$p-table/fidelity.md" "$OUT/$p-fidelity.md" 2>/dev/null
