@@ -13,7 +13,7 @@ fresh Pythons, one after the other (this script with --clean; the second gives P
 process-to-process spread), set what the torch layer sets for that solver (cudnn.benchmark =
 True for torch-benchmark, False for torch-default; TF32 off unless the case's compute is tf32;
 the BLAS preference of `torch-matmul+BLAS`), make each shape's inputs (uniform in [-1, 1), drawn
-in f32 and rounded to the dtype, as rocsweep's), and measure PyTorch's own, per shape:
+in f32 on the host, rounded to the dtype and copied to the device, as rocsweep's), and measure PyTorch's own, per shape:
 - same regime (the target's reference): a short burst as a rocsweep unit is: the first call
   alone behind a spin, a rest of 0.5 s (the layer's device rests 0.1-1 s there while the first
   output is checked: `--duty`), then `warmup` + `samples` samples (the row's counts) back to
@@ -91,7 +91,9 @@ def clean(solver, run_dir, out, gaps=None):
     dev = torch.device("cuda")
 
     def uniform(shape, dtype):
-        return (torch.rand(*shape, device=dev, dtype=torch.float32) * 2 - 1).to(dt[dtype])
+        # Drawn on the host and copied in, as the layer's inputs arrive (the device's memory
+        # written by copies, not by kernels; see reports/h200/timing/process-state/).
+        return (torch.rand(*shape, dtype=torch.float32) * 2 - 1).to(dt[dtype]).to(dev)
 
     def conv(r):
         torch.backends.cudnn.benchmark = solver == "torch-benchmark"

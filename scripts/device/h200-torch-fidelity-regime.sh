@@ -8,7 +8,8 @@
 #   through the torch layer (`--backend torch`: every torch solver, each in a Python of its own),
 #   warm cache, one trial;
 # - nvidia-smi's SM clock, power and temperature every 200 ms for the whole command (smi.csv).
-# Everything lands in $OUT/regime/ (one archive); the tables on stdout.
+# PARTS="gemm" (or "conv") runs one half. Everything lands in $OUT/regime/ (one archive); the
+# tables on stdout.
 set -u
 R="$OUT/regime"
 mkdir -p "$R"
@@ -26,7 +27,7 @@ SMI=$!
 export ROCSWEEP_PYTHON=$(command -v python3)
 python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())" > "$R/torch.txt" 2>&1
 WARM=(run --quiet --no-report --backend torch --trials 1 --set 'timing.cache="warm"')
-for p in conv gemm; do
+for p in ${PARTS:-conv gemm}; do
   sweep=sweeps/h200-resnet50-conv.toml
   [ "$p" = gemm ] && sweep=sweeps/h200-gemm-shapes.toml
   log "$p layer"
