@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Issue 42, point 1, in one device command from the repository root, with the release binary
+# Issue 42, point 1, in one device command from the repository root (the first run,
+# reports/h200/torch-layer/fidelity/, used benches/peer/torch_layer_fidelity.py as of 2204a66;
+# h200-torch-fidelity-regime.sh is the newer command), with the release binary
 # carried in as target/carry/after/rocsweep(.xz): is the torch layer's time PyTorch's time?
 # - sweeps/h200-resnet50-conv.toml (46 convolutions) and sweeps/h200-gemm-shapes.toml (24 GEMMs)
 #   through the torch layer (`--backend torch`: every torch solver, each in a Python of its own),
