@@ -836,6 +836,61 @@ fn each_torch_solver_runs_in_a_python_process_of_its_own_and_rows_say_how_they_w
     }
 }
 
+/// Each `run` line the torch worker traced in the run's worker logs: (k, start, end).
+fn traced_samples(run: &Path) -> Vec<(u32, f64, f64)> {
+    let mut samples = Vec::new();
+    for entry in std::fs::read_dir(run.join("workers")).unwrap() {
+        let log = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        for line in log.lines() {
+            let Some(rest) = line.strip_prefix("rocsweep torch worker: run ") else {
+                continue;
+            };
+            let field = |name: &str| {
+                rest.split_whitespace()
+                    .find_map(|f| f.strip_prefix(name))
+                    .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+                    .to_string()
+            };
+            samples.push((
+                field("k=").parse().unwrap(),
+                field("start=").parse().unwrap(),
+                field("end=").parse().unwrap(),
+            ));
+        }
+    }
+    samples
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn rocsweep_torch_trace_logs_each_samples_start_and_end_and_nothing_without_it() {
+    let Some(py) = python() else { return };
+    let sweep = format!(
+        "name = \"t\"\nbackend = \"torch\"\nop = \"gemm\"\n[axes]\nm = 8\nn = 8\nk = 8\nsolver = \"torch-matmul\"\n{TIMING}"
+    );
+    let args = ["--quiet", "--no-report"];
+    let (o, r, t) = run_sweep(
+        &py,
+        &sweep,
+        &args,
+        &[("ROCSWEEP_TORCH_TRACE", OsStr::new("1"))],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(count(&r, "torch-matmul", "ok"), 1, "{}", text(&o));
+    let samples = traced_samples(&t.path().join("run"));
+    // The first call, one warmup and at least three samples (TIMING), each on the host's
+    // monotonic clock, one after the other.
+    assert!(samples.len() >= 5, "{samples:?}");
+    assert!(
+        samples.iter().all(|&(k, a, b)| k >= 1 && a <= b),
+        "{samples:?}"
+    );
+    assert!(samples.windows(2).all(|w| w[0].2 <= w[1].1), "{samples:?}");
+    let (o, _, t) = run_sweep(&py, &sweep, &args, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(traced_samples(&t.path().join("run")).is_empty());
+}
+
 #[test]
 #[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
 fn a_cpu_and_torch_run_counts_its_solvers_up_front_and_names_both_backends() {
