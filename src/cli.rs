@@ -85,6 +85,8 @@ pub enum Command {
     /// its best solution where that beats the default beyond noise: hipBLASLt's
     /// HIPBLASLT_TUNING_OVERRIDE_FILE, rocBLAS's ROCBLAS_TENSILE_GEMM_OVERRIDE_PATH, PyTorch
     /// TunableOp's results file (validators from --python's torch), with tune.md and tune.csv.
+    /// From a conv run on rocm: the find-db MIOpen wrote in the sandbox of the combination
+    /// `recommend` ranks first, with miopen-env.sh.
     Tune {
         run_dir: PathBuf,
         /// Where the files go (created; files of an earlier tuning there are replaced).

@@ -294,7 +294,8 @@ fn rocblas_indices_are_converted_and_verified_by_tensiles_log() {
 }
 
 /// Refusals, each naming what and why (exit 2, nothing written): a run without named
-/// solutions beside `default`, a conv run, and a hipBLASLt too old for the override file.
+/// solutions beside `default`, a conv run on the CPU (no find-db), and a hipBLASLt too old for
+/// the override file.
 #[test]
 fn tune_refuses_what_no_file_can_carry() {
     let _one = serial();
@@ -341,7 +342,8 @@ fn tune_refuses_what_no_file_can_carry() {
     let o = tune(&m, &lib, &c, &out, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
-        text(&o).contains("a conv2d run; tune writes GEMM solution files"),
+        text(&o)
+            .contains("a conv2d run; a cpu run: only MIOpen (the rocm backend) keeps a find-db"),
         "{}",
         text(&o)
     );
@@ -377,4 +379,102 @@ fn tunableop_validators_come_from_the_target_torch_or_the_file_is_not_written() 
         "{md}"
     );
     assert!(md.contains(py.to_str().unwrap()), "{md}");
+}
+
+/// A convolution run on the fake ROCm whose Winograd solver hangs MIOpen's Find: tune hands
+/// over the find-db MIOpen itself wrote in the sandbox of the combination `recommend` ranks
+/// first (Winograd off), says where it came from, and a profile that points MIOpen at it; a run
+/// whose combinations left no find-db (immediate-mode solvers only) is refused with why.
+#[test]
+fn a_conv_run_hands_over_miopens_own_find_db_of_the_combination_ranked_first() {
+    let _one = serial();
+    let tmp = tempfile::tempdir().unwrap();
+    let lib = tree(tmp.path());
+    let m = model(
+        tmp.path(),
+        "winograd-hangs.toml",
+        "[[fault]]\nlib = \"miopen\"\naction = \"hang\"\nphase = \"find\"\nwhen = { solver = \"53\" }\n",
+    );
+    let body = |solver: &str| {
+        format!(
+            "name = \"c\"\nop = \"conv2d\"\nbackend = \"rocm\"\n[axes]\nn = 1\nc_in = 4\nc_out = 8\n\
+             h = [8, 12]\nsolver = \"{solver}\"\n[env_axes]\nMIOPEN_DEBUG_CONV_WINOGRAD = [\"1\", \"0\"]\n\
+             [limits]\ncompile = 3.0\nrun = 3.0\n[timing]\nmin_samples = 1\nmax_time = 0.01\n"
+        )
+    };
+    let sweep = tmp.path().join("c.toml");
+    std::fs::write(&sweep, body("find")).unwrap();
+    let run_dir = tmp.path().join("c");
+    run_file(&m, &lib, &sweep, &run_dir);
+    let out = tmp.path().join("tuned");
+    let o = tune(&m, &lib, &run_dir, &out, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("MIOpen's own find-db of combination `MIOPEN_DEBUG_CONV_WINOGRAD=0` (0 failures): 1 file copied"),
+        "{}",
+        text(&o)
+    );
+    // The file is the one the fake's MIOpen wrote in that combination's sandbox, as it wrote it:
+    // both shapes, Winograd in neither.
+    let db = read(&out.join("miopen-user-db").join("gfx1100_96.ufdb.txt"));
+    assert_eq!(db.lines().count(), 2, "{db}");
+    assert!(
+        db.lines().all(|l| l.contains("=miopenConvolutionFwdAlgo")),
+        "{db}"
+    );
+    assert!(!db.contains("Winograd"), "{db}");
+    let profile = read(&out.join("miopen-env.sh"));
+    let abs = std::path::absolute(out.join("miopen-user-db")).unwrap();
+    assert!(
+        profile.contains(&format!("export MIOPEN_USER_DB_PATH={}\n", abs.display())),
+        "{profile}"
+    );
+    assert!(
+        profile.contains("export MIOPEN_DEBUG_CONV_WINOGRAD=0\n"),
+        "{profile}"
+    );
+    assert!(profile.contains("written by MIOpen 3.2.0, on"), "{profile}");
+    let md = read(&out.join("tune.md"));
+    assert!(
+        md.contains("Solvers switched off while MIOpen searched (so none of them is in the find-db): MIOPEN_DEBUG_CONV_WINOGRAD=0"),
+        "{md}"
+    );
+    assert!(md.contains("MIOpen 3.2.0"), "{md}");
+    // Each combination searched in its own sandbox: Winograd's hung in Find before anything was
+    // written, so the run holds one find-db, the one handed over.
+    let written: Vec<_> = std::fs::read_dir(run_dir.join("caches"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .join("miopen-user-db")
+                .join("gfx1100_96.ufdb.txt")
+        })
+        .filter(|f| f.exists())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(read(&written[0]), db);
+    // --verify proves GEMM files only.
+    let o = tune(&m, &lib, &run_dir, &tmp.path().join("again"), &["--verify"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--verify proves GEMM solution files"),
+        "{}",
+        text(&o)
+    );
+
+    // Immediate mode only: MIOpen's Find never ran, so there is no find-db to hand over.
+    std::fs::write(&sweep, body("ConvDirectNaiveConvFwd")).unwrap();
+    let naive = tmp.path().join("naive");
+    run_file(&m, &lib, &sweep, &naive);
+    let none = tmp.path().join("none");
+    let o = tune(&m, &lib, &naive, &none, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("left no find-db in")
+            && text(&o).contains("MIOpen writes one when its Find runs"),
+        "{}",
+        text(&o)
+    );
+    assert!(!none.exists(), "nothing written");
 }

@@ -7,11 +7,13 @@
 //! - [`tunableop`], PyTorch TunableOp's results file, validators from the target Python.
 //!
 //! With `--verify` each library file is proven in fresh processes ([`verify`]) and a row that
-//! does not hold is dropped. MIOpen gets no file: its db formats and names are bound to its
-//! version; `recommend` writes its env-var profile.
+//! does not hold is dropped. For a convolution run, [`miopen`]: no db line of rocsweep's (their
+//! formats and names are bound to MIOpen's version), but the find-db MIOpen itself wrote in the
+//! sandbox of the combination `recommend` ranks first.
 
 pub mod evidence;
 pub mod hipblaslt;
+pub mod miopen;
 pub mod model;
 pub mod rocblas;
 pub mod shape;
@@ -36,12 +38,15 @@ pub struct Options {
 
 pub fn command(o: &Options) -> Result<i32, CmdError> {
     let run = RunData::load(&o.run_dir)?;
-    if run.manifest.sweep.op != "gemm" {
-        return Err(CmdError::BadInput(format!(
-            "{}: a {} run; tune writes GEMM solution files (hipBLASLt, rocBLAS, PyTorch TunableOp). For MIOpen's convolutions, `rocsweep recommend` writes the env-var profile: MIOpen's db files are bound to its version and rocsweep writes none",
-            o.run_dir.display(),
-            run.manifest.sweep.op
-        )));
+    match run.manifest.sweep.op.as_str() {
+        "gemm" => {}
+        "conv2d" => return find_db(&run, o),
+        other => {
+            return Err(CmdError::BadInput(format!(
+                "{}: a {other} run; tune writes GEMM solution files (hipBLASLt, rocBLAS, PyTorch TunableOp) and, for convolutions, MIOpen's own find-db",
+                o.run_dir.display(),
+            )));
+        }
     }
     let pairs = default_best::pairs(&run.rows);
     if pairs.is_empty() {
@@ -81,6 +86,29 @@ pub fn command(o: &Options) -> Result<i32, CmdError> {
     }
     let md = evidence::write(&run, &pairs, &tuned, &o.out, o.verify)?;
     crate::sayln!("{}", evidence::headline(&pairs, &tuned, o.verify));
+    crate::sayln!("written: {}", md.display());
+    Ok(crate::exit::OK)
+}
+
+/// A convolution run: MIOpen's own find-db of the combination `recommend` ranks first
+/// ([`miopen`]), with tune.md saying where it came from.
+fn find_db(run: &RunData, o: &Options) -> Result<i32, CmdError> {
+    if o.verify {
+        return Err(CmdError::BadInput(format!(
+            "{}: --verify proves GEMM solution files; MIOpen's find-db is MIOpen's own record of its Find and is handed over as it is (run tune without --verify)",
+            o.run_dir.display()
+        )));
+    }
+    let db = miopen::write(run, &o.out).map_err(|why| {
+        CmdError::BadInput(format!(
+            "{}: a conv2d run; {why}. For MIOpen's variables alone, `rocsweep recommend` writes the env-var profile",
+            o.run_dir.display()
+        ))
+    })?;
+    let md = o.out.join("tune.md");
+    crate::results::atomic::write(&md, miopen::markdown(run, &db))
+        .map_err(|e| CmdError::Failure(format!("{}: {e}", md.display())))?;
+    crate::sayln!("{}", miopen::headline(&db));
     crate::sayln!("written: {}", md.display());
     Ok(crate::exit::OK)
 }

@@ -120,15 +120,30 @@ fn cache_env(spec: &WorkerSpec, env: &Env) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
+/// The file beside a worker context's cache directories that names the context (its
+/// variables, backend and ROCm tree): what reads the caches later (`tune`'s MIOpen find-db)
+/// knows whose they are.
+pub const CONTEXT_FILE: &str = "context.json";
+
 /// Creates the cache directories of one worker context (the run does it once the run
-/// directory exists, before any unit runs).
+/// directory exists, before any unit runs), and its [`CONTEXT_FILE`].
 pub fn create_cache_dirs(spec: &WorkerSpec, env: &Env) -> std::io::Result<()> {
+    let mut context = None;
     for (_, dir) in cache_env(spec, env) {
         // The run directory's caches/ and below: never through a planted link.
         if let Some(run_dir) = spec.cache_root.as_deref().and_then(Path::parent) {
             crate::results::atomic::refuse_links(run_dir, &dir)?;
         }
         std::fs::create_dir_all(&dir)?;
+        context = dir.parent().map(|d| d.join(CONTEXT_FILE));
+    }
+    if let Some(file) = context {
+        let text = serde_json::json!({
+            "vars": env.vars,
+            "backend": env.backend,
+            "rocm": env.rocm,
+        });
+        crate::results::atomic::write(&file, format!("{text:#}\n"))?;
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ mod conv;
 mod e2e_tests;
 mod elem;
 mod faults;
+mod find_db;
 mod gemm;
 mod hip;
 mod hipblaslt;

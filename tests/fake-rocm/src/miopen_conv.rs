@@ -38,12 +38,67 @@ impl Dir {
         }
     }
 
+    /// The algorithm's name in MIOpen's enums (`miopenConvolutionFwdAlgoWinograd`).
+    fn algo_name(self, a: i32) -> String {
+        let kind = match a {
+            0 => "GEMM",
+            1 => "Direct",
+            2 => "FFT",
+            3 => "Winograd",
+            4 => "TransposeGEMM",
+            _ => "ImplicitGEMM",
+        };
+        let dir = match self {
+            Dir::Fwd => "Fwd",
+            Dir::BwdData => "BwdData",
+            Dir::BwdWeights => "BwdWeights",
+        };
+        format!("miopenConvolution{dir}Algo{kind}")
+    }
+
     fn valid_algo(self, a: i32) -> bool {
         match self {
             Dir::Fwd => matches!(a, 0 | 1 | 2 | 3 | 5),
             Dir::BwdData => (0..=5).contains(&a),
             Dir::BwdWeights => matches!(a, 0 | 1 | 3 | 5),
         }
+    }
+}
+
+impl Problem {
+    /// The find-db's key of the problem, in the manner of MIOpen's (input C-H-W, filter, output
+    /// C-H-W, batch, padding, strides, dilations, groups, layout, type, direction).
+    fn db_key(&self) -> String {
+        let s = &self.s;
+        let dt = match self.dt {
+            DType::F32 => "FP32",
+            DType::F16 => "FP16",
+            DType::Bf16 => "BF16",
+        };
+        let dir = match self.dir {
+            Dir::Fwd => "F",
+            Dir::BwdData => "B",
+            Dir::BwdWeights => "W",
+        };
+        format!(
+            "{}-{}-{}-{}x{}-{}-{}-{}-{}-{}x{}-{}x{}-{}x{}-{}-NCHW-{dt}-{dir}",
+            s.c_in,
+            s.h,
+            s.w,
+            s.kh,
+            s.kw,
+            s.c_out,
+            s.oh,
+            s.ow,
+            s.n,
+            s.pad[0],
+            s.pad[1],
+            s.stride[0],
+            s.stride[1],
+            s.dil[0],
+            s.dil[1],
+            s.groups
+        )
     }
 }
 
@@ -412,11 +467,19 @@ pub(crate) fn find(
         compute(&p, b, 1.0, 0.0, None);
         let ms = (t0.elapsed().as_secs_f64() * 1e3).max(1e-3) as f32;
         let mut algos: Vec<(i32, u64)> = Vec::new();
+        let mut found = Vec::new();
         for (id, algo) in usable {
             if !algos.iter().any(|(a, _)| *a == algo) {
                 algos.push((algo, workspace(m, id)));
+                let t = ms * (1.0 + found.len() as f32 * 0.1);
+                found.push((p.dir.algo_name(algo), id, t, workspace(m, id)));
             }
         }
+        let found: Vec<(&str, u64, f32, u64)> = found
+            .iter()
+            .map(|(a, id, t, ws)| (a.as_str(), *id, *t, *ws))
+            .collect();
+        crate::find_db::record(m, &p.db_key(), &found);
         let n = algos.len().min(req as usize);
         for (i, (algo, mem)) in algos.iter().take(n).enumerate() {
             // SAFETY: the caller's array holds reqCount 16-byte miopenConvAlgoPerf_t.
