@@ -212,29 +212,40 @@ pub fn headline(db: &FindDb) -> String {
     )
 }
 
+use crate::markup::markdown::{code, escape as esc};
+
+/// A combination in Markdown: its variables as code, or `(no variables)`.
+fn code_label(key: &str) -> String {
+    if key.is_empty() {
+        "(no variables)".into()
+    } else {
+        code(key)
+    }
+}
+
 /// tune.md of a convolution run.
 pub fn markdown(run: &RunData, db: &FindDb) -> String {
     let off = disabled(db);
     let mut s = format!(
         "# MIOpen's own find-db (`rocsweep tune`)\n\n\
-         Run `{}` (sweep {}), MIOpen {}, on {}.\n\n\
+         Run {} (sweep {}), MIOpen {}, on {}.\n\n\
          rocsweep writes no MIOpen db line: their format and file names are bound to MIOpen's version. \
          During the run each env combination's workers had a user find-db of their own \
          (`MIOPEN_USER_DB_PATH` in the run's `caches/`), which MIOpen filled itself whenever its Find ran. \
          This is the one of combination {}, which `rocsweep recommend` ranks first ({}).\n\n",
-        crate::results::rundir::dir_label(&run.dir),
-        run.manifest.sweep.name,
-        db.miopen,
-        db.device,
-        label(&db.combo),
-        db.failures
+        esc(&crate::results::rundir::dir_label(&run.dir)),
+        esc(&run.manifest.sweep.name),
+        esc(&db.miopen),
+        esc(&db.device),
+        code_label(&db.combo),
+        esc(&db.failures)
     );
     if off.is_empty() {
         s.push_str("The combination switches no solver off: the find-db holds whatever MIOpen's Find chose.\n\n");
     } else {
         s.push_str(&format!(
             "Solvers switched off while MIOpen searched (so none of them is in the find-db): {}.\n\n",
-            off.join(", ")
+            esc(&off.join(", "))
         ));
     }
     s.push_str(&format!(
@@ -243,10 +254,7 @@ pub fn markdown(run: &RunData, db: &FindDb) -> String {
          | file | bytes |\n|---|---|\n"
     ));
     for (name, bytes) in &db.files {
-        s.push_str(&format!(
-            "| {} | {bytes} |\n",
-            crate::markup::markdown::code(name)
-        ));
+        s.push_str(&format!("| {} | {bytes} |\n", code(name)));
     }
     s
 }
