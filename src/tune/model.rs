@@ -33,10 +33,11 @@ pub fn target_of(solver: &str) -> Option<(Lib, i64)> {
     Some((lib, index.parse().ok()?))
 }
 
-/// What `chosen` says when the library ran `index` as its own pick.
+/// What `chosen` says when the library ran `index` as its own pick (the ROCm backend's text).
 pub fn chosen_text(lib: Lib, index: i64) -> String {
-    match lib {
-        Lib::Hipblaslt => format!("hipblaslt solution index={index}"),
-        Lib::Rocblas => format!("rocblas solution index={index}"),
-    }
+    let name = match lib {
+        Lib::Hipblaslt => "hipblaslt",
+        Lib::Rocblas => "rocblas",
+    };
+    crate::backend::rocm::chosen_solution(name, index)
 }

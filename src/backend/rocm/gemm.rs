@@ -386,7 +386,7 @@ impl engine::run::Call for GemmCall {
 
     fn chosen(&self) -> String {
         match &self.call {
-            Call::Lt { algo, .. } => format!("hipblaslt solution index={}", algo.algo.index()),
+            Call::Lt { algo, .. } => super::chosen_solution("hipblaslt", algo.algo.index().into()),
             Call::Rocblas { solution, .. } => super::rocblas_gemm::chosen(*solution),
         }
     }

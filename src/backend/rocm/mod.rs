@@ -41,6 +41,12 @@ use hip::{Hip, Stream};
 use runtime::HipRt;
 use std::collections::BTreeMap;
 
+/// What the `chosen` column says of a GEMM the library ran with solution `index` of `lib`
+/// (`hipblaslt`, `rocblas`): `tune --verify` reads it back.
+pub fn chosen_solution(lib: &str, index: i64) -> String {
+    format!("{lib} solution index={index}")
+}
+
 /// Solver names the ROCm backend knows per op (for sweep validation; `solver#<id>` and
 /// `hipblaslt#...` are accepted by pattern).
 pub fn solver_names(op: OpKind) -> Vec<&'static str> {

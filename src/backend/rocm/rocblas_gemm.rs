@@ -214,7 +214,7 @@ unsafe fn gemm_call(lib: &RocblasRef, d: &Dims, o: &Operands, single: bool, (alg
 /// What `chosen` says of a rocBLAS call.
 pub fn chosen(solution: Option<i32>) -> String {
     match solution {
-        Some(i) => format!("rocblas solution index={i}"),
+        Some(i) => super::chosen_solution("rocblas", i.into()),
         None => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
     }
 }
