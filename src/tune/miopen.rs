@@ -173,7 +173,13 @@ fn profile_text(db: &FindDb, dest: &Path) -> String {
         quote(&abs.to_string_lossy())
     ));
     for (k, v) in &db.vars {
-        s.push_str(&format!("export {k}={}\n", quote(v)));
+        if crate::spec::secret::is_masked(v) {
+            s.push_str(&format!(
+                "# {k} was set by the sweep; its value (a credential's) is not recorded\n"
+            ));
+        } else {
+            s.push_str(&format!("export {k}={}\n", quote(v)));
+        }
     }
     s
 }

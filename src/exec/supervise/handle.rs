@@ -138,8 +138,14 @@ pub fn create_cache_dirs(spec: &WorkerSpec, env: &Env) -> std::io::Result<()> {
         context = dir.parent().map(|d| d.join(CONTEXT_FILE));
     }
     if let Some(file) = context {
+        // As the `env` column shows them: a credential's value is never written.
+        let vars: Vec<(&str, std::borrow::Cow<str>)> = env
+            .vars
+            .iter()
+            .map(|(k, v)| (k.as_str(), crate::spec::secret::sweep_value_shown(k, v)))
+            .collect();
         let text = serde_json::json!({
-            "vars": env.vars,
+            "vars": vars,
             "backend": env.backend,
             "rocm": env.rocm,
         });
