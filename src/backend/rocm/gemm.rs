@@ -386,7 +386,9 @@ impl engine::run::Call for GemmCall {
 
     fn chosen(&self) -> String {
         match &self.call {
-            Call::Lt { algo, .. } => super::chosen_solution("hipblaslt", algo.algo.index().into()),
+            Call::Lt { algo, .. } => {
+                super::rocblas_gemm::chosen_solution("hipblaslt", algo.algo.index().into())
+            }
             Call::Rocblas { solution, .. } => super::rocblas_gemm::chosen(*solution),
         }
     }

@@ -24,6 +24,7 @@ mod miopen;
 pub mod provenance;
 mod rocblas;
 mod rocblas_gemm;
+pub use rocblas_gemm::chosen_solution;
 pub mod runtime;
 pub mod smi;
 pub mod solvers;
@@ -40,12 +41,6 @@ use crate::op::{OpKind, Problem};
 use hip::{Hip, Stream};
 use runtime::HipRt;
 use std::collections::BTreeMap;
-
-/// What the `chosen` column says of a GEMM the library ran with solution `index` of `lib`
-/// (`hipblaslt`, `rocblas`): `tune --verify` reads it back.
-pub fn chosen_solution(lib: &str, index: i64) -> String {
-    format!("{lib} solution index={index}")
-}
 
 /// Solver names the ROCm backend knows per op (for sweep validation; `solver#<id>` and
 /// `hipblaslt#...` are accepted by pattern).

@@ -211,10 +211,16 @@ unsafe fn gemm_call(lib: &RocblasRef, d: &Dims, o: &Operands, single: bool, (alg
     }
 }
 
+/// What the `chosen` column says of a GEMM the library ran with solution `index` of `lib`
+/// (`hipblaslt`, `rocblas`): `tune --verify` reads it back.
+pub fn chosen_solution(lib: &str, index: i64) -> String {
+    format!("{lib} solution index={index}")
+}
+
 /// What `chosen` says of a rocBLAS call.
 pub fn chosen(solution: Option<i32>) -> String {
     match solution {
-        Some(i) => super::chosen_solution("rocblas", i.into()),
+        Some(i) => chosen_solution("rocblas", i.into()),
         None => "rocblas_gemm_ex (rocBLAS's own choice)".into(),
     }
 }
