@@ -440,6 +440,19 @@ fn a_conv_run_hands_over_miopens_own_find_db_of_the_combination_ranked_first() {
         "{md}"
     );
     assert!(md.contains("MIOpen 3.2.0"), "{md}");
+    // Its evidence: what Find picked for each problem in that combination, never Winograd.
+    let picks: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## What MIOpen's Find picked"))
+        .filter(|l| l.contains("| find | ok |"))
+        .collect();
+    assert_eq!(picks.len(), 2, "{md}");
+    assert!(
+        picks
+            .iter()
+            .all(|l| l.contains("h=") && !l.contains("Winograd")),
+        "{md}"
+    );
     // Each combination searched in its own sandbox: Winograd's hung in Find before anything was
     // written, so the run holds one find-db, the one handed over.
     let written: Vec<_> = std::fs::read_dir(run_dir.join("caches"))

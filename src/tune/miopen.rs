@@ -256,11 +256,40 @@ pub fn markdown(run: &RunData, db: &FindDb) -> String {
     }
     s.push_str(&format!(
         "To use it: `source {PROFILE}` (it sets `MIOPEN_USER_DB_PATH` to `{DIR}/` and the combination's variables). \
-         MIOpen reads a find-db only for its own version and the same device kind; on another, it searches again.\n\n\
+         MIOpen finds its find-db files by the device named in their file names (recent releases name their own version there too); on another device it searches again.\n\n\
          | file | bytes |\n|---|---|\n"
     ));
     for (name, bytes) in &db.files {
         s.push_str(&format!("| {} | {bytes} |\n", code(name)));
+    }
+    s.push_str(&picks(run, db));
+    s
+}
+
+/// The evidence: what MIOpen's Find picked for each problem of the combination during the run
+/// (the `find` and `default` units, their `chosen` column and time), which the find-db holds.
+fn picks(run: &RunData, db: &FindDb) -> String {
+    let rows: Vec<_> = run
+        .rows
+        .iter()
+        .filter(|r| &*r.env == db.combo.as_str() && matches!(&*r.solver, "find" | "default"))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## What MIOpen's Find picked in this combination\n\n\
+         | problem | solver | status | MIOpen's pick | median ms |\n|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            esc(&r.params_text()),
+            esc(&r.solver),
+            r.status.name(),
+            esc(&r.chosen),
+            r.median_ms.map_or(String::new(), |m| format!("{m:.4}"))
+        ));
     }
     s
 }
