@@ -8,6 +8,7 @@
 
 use crate::analyze::recommend::build::recommend;
 use crate::exec::supervise::handle::CONTEXT_FILE;
+use crate::markup::markdown::{code, escape as esc};
 use crate::markup::shell::quote;
 use crate::results::atomic;
 use crate::results::rundata::RunData;
@@ -49,7 +50,7 @@ pub fn write(run: &RunData, out: &Path) -> Result<FindDb, String> {
             "the run names an environment variable {k:?}, which no shell can export"
         ));
     }
-    let source = context_dir(&run.dir, &best.vars)?.join(DIR);
+    let source = context_dir(&run.dir, &best.key, &best.vars)?.join(DIR);
     let files = db_files(&source)?;
     if files.is_empty() {
         return Err(format!(
@@ -89,8 +90,9 @@ pub fn write(run: &RunData, out: &Path) -> Result<FindDb, String> {
     Ok(db)
 }
 
-/// The `caches/<context>` directory whose `context.json` names exactly `vars`.
-fn context_dir(run_dir: &Path, vars: &[(String, String)]) -> Result<PathBuf, String> {
+/// The `caches/<context>` directory whose `context.json` names exactly `vars` (the combination
+/// `key`).
+fn context_dir(run_dir: &Path, key: &str, vars: &[(String, String)]) -> Result<PathBuf, String> {
     let caches = run_dir.join("caches");
     let entries = std::fs::read_dir(&caches).map_err(|e| {
         format!(
@@ -118,12 +120,12 @@ fn context_dir(run_dir: &Path, vars: &[(String, String)]) -> Result<PathBuf, Str
         1 => Ok(found.remove(0)),
         0 => Err(format!(
             "no sandbox of combination {} in {} (a run made before rocsweep named each sandbox's combination in {CONTEXT_FILE})",
-            label(&text_of(vars)),
+            label(key),
             caches.display()
         )),
         n => Err(format!(
             "{n} sandboxes of combination {} in {} (one per ROCm tree or backend): tune a run of one tree",
-            label(&text_of(vars)),
+            label(key),
             caches.display()
         )),
     }
@@ -218,17 +220,6 @@ pub fn headline(db: &FindDb) -> String {
     )
 }
 
-use crate::markup::markdown::{code, escape as esc};
-
-/// A combination in Markdown: its variables as code, or `(no variables)`.
-fn code_label(key: &str) -> String {
-    if key.is_empty() {
-        "(no variables)".into()
-    } else {
-        code(key)
-    }
-}
-
 /// tune.md of a convolution run.
 pub fn markdown(run: &RunData, db: &FindDb) -> String {
     let off = disabled(db);
@@ -243,7 +234,7 @@ pub fn markdown(run: &RunData, db: &FindDb) -> String {
         esc(&run.manifest.sweep.name),
         esc(&db.miopen),
         esc(&db.device),
-        code_label(&db.combo),
+        label(&db.combo),
         esc(&db.failures)
     );
     if off.is_empty() {
@@ -300,19 +291,13 @@ fn sorted(vars: &[(String, String)]) -> Vec<(String, String)> {
     v
 }
 
-fn text_of(vars: &[(String, String)]) -> String {
-    vars.iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(";")
-}
-
-/// A combination's name in a sentence: its variables, or `(none)`.
+/// A combination's name in a sentence or a Markdown line: its variables as code, or
+/// `(no variables)`.
 pub fn label(key: &str) -> String {
     if key.is_empty() {
         "(no variables)".into()
     } else {
-        format!("`{key}`")
+        code(key)
     }
 }
 

@@ -13,7 +13,7 @@ pub const VAR: &str = "MIOPEN_USER_DB_PATH";
 /// Records one Find: `key` names the problem, `found` its (algorithm, solver id, ms, workspace)
 /// fastest first. Without the variable, or where the file cannot be written, nothing (MIOpen
 /// warns and goes on).
-pub(crate) fn record(m: &Model, key: &str, found: &[(&str, u64, f32, u64)]) {
+pub(crate) fn record(m: &Model, key: &str, found: &[(String, u64, f32, u64)]) {
     let Some(dir) = std::env::var_os(VAR).filter(|d| !d.is_empty()) else {
         return;
     };

@@ -475,10 +475,6 @@ pub(crate) fn find(
                 found.push((p.dir.algo_name(algo), id, t, workspace(m, id)));
             }
         }
-        let found: Vec<(&str, u64, f32, u64)> = found
-            .iter()
-            .map(|(a, id, t, ws)| (a.as_str(), *id, *t, *ws))
-            .collect();
         crate::find_db::record(m, &p.db_key(), &found);
         let n = algos.len().min(req as usize);
         for (i, (algo, mem)) in algos.iter().take(n).enumerate() {
