@@ -3,7 +3,8 @@
 PyTorch itself, timed in clean processes on the same GPU, in the same device command (issue 42's
 benchmark; not a timed test).
 
-usage: torch_layer_fidelity.py RUN_DIR OUT_DIR
+usage: torch_layer_fidelity.py [--per-shape | --burst-only] RUN_DIR OUT_DIR
+       torch_layer_fidelity.py --placements OUT.md TABLE_DIR TABLE_DIR...
        torch_layer_fidelity.py --duty RUN_DIR OUT_DIR      (the long calls with rests; below)
        torch_layer_fidelity.py --clean SOLVER RUN_DIR OUT.json   (one solver's clean process)
 
@@ -35,6 +36,19 @@ each other (PyTorch's own spread), and the layer / sustained with both clocks; l
 geometric mean and how many fall outside, per op and solver.
 Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
 
+FIDELITY_OUTPUT=kept: the reference keeps each call's output until the next call's replaces it,
+as `y = f(x)` in a loop does and as the torch layer does (its op holds its result); `dropped`
+(default): each output is freed as the call returns.
+
+--placements OUT.md TABLE_DIR...: the layer against PyTorch over the tables of several references
+made with different FIDELITY_PAD_* (the first with none): PyTorch's lowest and highest figure per
+row and the layer over the nearest one.
+
+--per-shape: the reference's clean process is one per solver and shape (forked from this process,
+which imported torch and never touched CUDA), two per shape, bursts only: PyTorch with nothing
+before the shape in its process. --burst-only: the clean process per solver, bursts only (no
+sustained pass). The layer's Python per solver runs every unit of its worker in turn.
+
 --duty: for a run made with ROCSWEEP_TORCH_TRACE=1 (the worker logs each sample's start and end),
 the gaps between the layer's samples, and torch-matmul's calls of 0.1 ms or more timed again in a
 clean process as bursts with the host idle 0, 1, 3, 10 and 30 ms before each sample: which rest
@@ -64,6 +78,19 @@ TARGET_GRAPH = 0.02
 TARGET_CALL = 0.03
 # The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
 WARMUP = 2
+# What the reference does with a call's output: `dropped` (each call's output freed on return;
+# the caching allocator hands the next call the same block) or `kept` (held until the next call's
+# replaces it). Set by FIDELITY_OUTPUT; the children inherit it.
+OUTPUT = os.environ.get("FIDELITY_OUTPUT", "dropped")
+# Diagnostics (the children inherit them): FIDELITY_PAD_MIB=N holds N MiB of device memory,
+# allocated and zeroed before each shape's inputs (where the caching allocator places them: in
+# segments of their own after it); with FIDELITY_PAD_KIND=freed the N MiB are freed again before
+# the inputs, the allocator keeps the segment, and the inputs and outputs are carved from it one
+# after the other (as in a process whose earlier work left its segments cached);
+# FIDELITY_MAX_MS=X times only the rows whose layer time is under X ms.
+PAD_MIB = int(os.environ.get("FIDELITY_PAD_MIB", "0"))
+PAD_KIND = os.environ.get("FIDELITY_PAD_KIND", "held")
+MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
 # --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
 DUTY_GAPS_MS = (0, 1, 3, 10, 30)
 DUTY_MIN_MS = 0.1
@@ -72,7 +99,8 @@ DUTY_MIN_MS = 0.1
 def rows(run_dir):
     with open(os.path.join(run_dir, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
-            if r["backend"] == "torch" and r["status"] == "ok" and r["median_ms"]:
+            if r["backend"] == "torch" and r["status"] == "ok" and r["median_ms"] \
+                    and float(r["median_ms"]) < MAX_MS:
                 yield r
 
 
@@ -82,7 +110,9 @@ def key(r):
 
 # --- the clean process ------------------------------------------------------------------------
 
-def clean(solver, run_dir, out, gaps=None):
+def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
+    """One clean process's figures for `solver` (see the docstring); only: the keys of the shapes
+    to time (all when None); burst_only: the same-regime burst alone, no sustained pass."""
     import torch
     from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
     from peer_times import per_call_ms  # one call between events, the median of reps
@@ -225,12 +255,26 @@ def clean(solver, run_dir, out, gaps=None):
         del g
         return statistics.median(times), sm_clock_mhz()
 
+    def holding(fn):
+        """fn, its output kept until the next call's replaces it, as `y = f(x)` in a loop keeps
+        it (OUTPUT=kept; the caching allocator then alternates two output blocks)."""
+        out = [None]
+
+        def call():
+            out[0] = fn()
+        return call
+
     def shapes():
         for r in rows(run_dir):
             make = conv if r["op"] == "conv2d" else gemm if r["op"] == "gemm" else None
-            fn = make(r) if make and r["solver"] == solver else None
+            wanted = r["solver"] == solver and (only is None or key(r) in only)
+            pad = torch.zeros(PAD_MIB << 20, dtype=torch.uint8, device=dev) if PAD_MIB and wanted else None
+            if PAD_KIND == "freed":
+                pad = None
+            fn = make(r) if make and wanted else None
             if fn is not None:
-                yield r, fn
+                yield r, holding(fn) if OUTPUT == "kept" else fn
+            del pad
 
     if gaps is not None:
         # --duty: the long calls' bursts again with the host idle between samples.
@@ -263,7 +307,7 @@ def clean(solver, run_dir, out, gaps=None):
         result[key(r)] = {"burst_ms": burst_ms, "burst_call_ms": burst_call_ms, "burst_clock": burst_clock}
         del fn
         torch.cuda.empty_cache()
-    for r, fn in shapes():
+    for r, fn in ([] if burst_only else shapes()):
         fn()
         torch.cuda.synchronize()
         m = result[key(r)]
@@ -293,14 +337,56 @@ def summary(ratios, target, spreads=None):
     return len(ratios), "%.3f" % min(ratios), "%.3f" % max(ratios), "%.3f" % geo, outside, beyond
 
 
-def clean_runs(run_dir, out_dir, solvers):
+def forked(solver, run_dir, out, k):
+    """Shape `k` alone in a clean process: a fork of this one, which imported torch and never
+    touched CUDA (a child may initialise CUDA only then), timing the burst and nothing else."""
+    import torch  # noqa: F401  (imported once here, not in every child)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            clean(solver, run_dir, out, only={k}, burst_only=True)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("the clean process for %s (%s) failed: status %d" % (k, solver, status))
+    with open(out) as f:
+        return json.load(f)
+
+
+def clean_shapes(run_dir, out_dir, solvers):
+    """Per solver and shape, two clean processes of their own, one after the other, as a unit
+    that runs alone: ({key: first}, {key: second}, versions); burst figures only."""
+    first, second, versions = {}, {}, {}
+    mine = list(rows(run_dir))
+    for solver in solvers:
+        for r in mine:
+            if r["solver"] != solver:
+                continue
+            for n, into in ((1, first), (2, second)):
+                out = os.path.join(out_dir, "shape-%s-%d.json" % (solver, n))
+                got = forked(solver, run_dir, out, key(r))
+                os.remove(out)
+                versions = got.pop("_versions", versions)
+                into.update(got)
+    return first, second, versions
+
+
+def clean_runs(run_dir, out_dir, solvers, burst_only=False):
     """Per solver, two clean processes one after the other: ({key: first}, {key: second}, versions)."""
     first, second, versions = {}, {}, {}
     for solver in solvers:
         for n, into in ((1, first), (2, second)):
             out = os.path.join(out_dir, "clean-%s-%d.json" % (solver, n))
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--clean", solver, run_dir, out],
-                           check=True)
+            args = ["--clean-burst" if burst_only else "--clean", solver, run_dir, out]
+            subprocess.run([sys.executable, os.path.abspath(__file__)] + args, check=True)
             with open(out) as f:
                 got = json.load(f)
             versions = got.pop("_versions", versions)
@@ -328,9 +414,11 @@ def table_rows(mine, first, second):
             "pytorch_again_ms": m2["burst_ms"], "pytorch_spread": m["burst_ms"] / m2["burst_ms"],
             "layer_call_ms": call, "pytorch_call_ms": m["burst_call_ms"], "call_ratio": call / m["burst_call_ms"],
             "pytorch_call_spread": m["burst_call_ms"] / m2["burst_call_ms"],
-            "pytorch_sustained_ms": m["graph_ms"], "sustained_clock": m["graph_clock"],
-            "sustained_ratio": layer / m["graph_ms"],
-            "pytorch_call30_ms": m["call30_ms"], "call30_ratio": call / m["call30_ms"],
+            # Absent where the reference timed bursts only (--per-shape, --burst-only).
+            "pytorch_sustained_ms": m.get("graph_ms"), "sustained_clock": m.get("graph_clock"),
+            "sustained_ratio": layer / m["graph_ms"] if "graph_ms" in m else None,
+            "pytorch_call30_ms": m.get("call30_ms"),
+            "call30_ratio": call / m["call30_ms"] if "call30_ms" in m else None,
         })
     return table
 
@@ -350,24 +438,48 @@ def worst(table, col, n):
     return sorted(table, key=lambda t: -abs(math.log(t[col])))[:n]
 
 
+def ms(v):
+    return "" if v is None else "%.4f" % v
+
+
 def clock(v):
     return "" if v in (None, "") else str(v)
 
 
-def report(run_dir, table, versions):
+REFERENCES = {
+    "solver": "a clean process per solver, every shape in turn (as the layer's Python per solver)",
+    "solver-burst": "a clean process per solver, every shape in turn, bursts only",
+    "shape": "a clean process per solver and shape (a fork of a parent that imported torch and "
+             "never touched CUDA), bursts only",
+}
+
+
+OUTPUTS = {
+    "dropped": "dropped on return (the next call gets the same block)",
+    "kept": "kept until the next call's replaces it (`y = f(x)` in a loop)",
+}
+
+
+def report(run_dir, table, versions, reference):
     lines = ["# The torch layer against PyTorch in clean processes", "",
              "Run: `%s`; PyTorch %s, cuDNN %s, on %s. The torch layer's `median_ms` (warm, its "
-             "`timing_method`) and `call_median_ms` against PyTorch in a clean process per solver, "
+             "`timing_method`) and `call_median_ms` against PyTorch in %s, "
              "timed in the same regime (a rested card, the row's samples: "
-             "`benches/peer/torch_layer_fidelity.py`), a second clean process for PyTorch's own "
-             "spread, and PyTorch's sustained graph of %d calls with the SM clock of each side." % (
-                 run_dir, versions.get("torch"), versions.get("cudnn"), versions.get("device"), GRAPH_CALLS), "",
+             "`benches/peer/torch_layer_fidelity.py`; each call's output %s), a second clean process for "
+             "PyTorch's own spread, and (per solver) PyTorch's sustained graph of %d calls, with the SM "
+             "clock of each side." % (
+                 run_dir, versions.get("torch"), versions.get("cudnn"), versions.get("device"),
+                 REFERENCES[reference], OUTPUTS[OUTPUT], GRAPH_CALLS), "",
+             ("Diagnostics: %d MiB %s before each shape's inputs; rows under %s ms only." % (PAD_MIB, PAD_KIND, MAX_MS)
+              if PAD_MIB or MAX_MS != float("inf") else ""), "",
              "| op | solver | figure | shapes | lowest | highest | geometric mean | outside target "
              "| outside target and PyTorch's own spread |",
              "|---|---|---|---|---|---|---|---|---|"]
     for op, solver in sorted({(t["op"], t["solver"]) for t in table}):
         mine = [t for t in table if (t["op"], t["solver"]) == (op, solver)]
         for fig, col, target, spread in FIGURES:
+            if any(t[col] is None for t in mine):
+                continue
             n, lo, hi, geo, out, beyond = summary(
                 [t[col] for t in mine], target, [t[spread] for t in mine] if spread else None)
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s (beyond %d%%) | %s |" % (
@@ -377,10 +489,10 @@ def report(run_dir, table, versions):
               "sustained ms | MHz | method |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in worst(table, "ratio", 12):
-        lines.append("| %s | %s | %s | %s | %.4f | %s | %.4f | %s | %.3f | %.3f | %.4f | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %.4f | %s | %.4f | %s | %.3f | %.3f | %s | %s | %s |" % (
             t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], clock(t["layer_clock"]),
             t["pytorch_ms"], clock(t["pytorch_clock"]), t["ratio"], t["pytorch_spread"],
-            t["pytorch_sustained_ms"], clock(t["sustained_clock"]), t["timing_method"]))
+            ms(t["pytorch_sustained_ms"]), clock(t["sustained_clock"]), t["timing_method"]))
     lines += ["", "Worst per-call ratios (same regime):", "",
               "| op | solver | shape | dtype | layer call ms | PyTorch call ms | ratio | PyTorch again |",
               "|---|---|---|---|---|---|---|---|"]
@@ -391,16 +503,20 @@ def report(run_dir, table, versions):
     return lines
 
 
-def compare(run_dir, out_dir):
+def compare(run_dir, out_dir, reference="solver"):
     os.makedirs(out_dir, exist_ok=True)
     mine = list(rows(run_dir))
-    first, second, versions = clean_runs(run_dir, out_dir, sorted({r["solver"] for r in mine}))
+    solvers = sorted({r["solver"] for r in mine})
+    if reference == "shape":
+        first, second, versions = clean_shapes(run_dir, out_dir, solvers)
+    else:
+        first, second, versions = clean_runs(run_dir, out_dir, solvers, reference == "solver-burst")
     table = table_rows(mine, first, second)
     with open(os.path.join(out_dir, "fidelity.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(table[0].keys()) if table else ["op"])
         w.writeheader()
         w.writerows(table)
-    lines = report(run_dir, table, versions)
+    lines = report(run_dir, table, versions, reference)
     with open(os.path.join(out_dir, "fidelity.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -457,9 +573,48 @@ def duty(run_dir, out_dir):
     print("\n".join(lines))
 
 
+def placements(out_md, table_dirs):
+    """The layer against PyTorch over several placements: per row, PyTorch's lowest and highest
+    figure over the tables (each a reference run with its own FIDELITY_PAD_*, two clean
+    processes each) and the layer over the nearest of them. Writes out_md."""
+    tables = []
+    for d in table_dirs:
+        with open(os.path.join(d, "fidelity.csv"), newline="") as f:
+            tables.append({(r["solver"], r["shape"], r["dtype"]): r for r in csv.DictReader(f)})
+    first = tables[0]
+    lines = ["# The torch layer against PyTorch over %d placements of its operands" % len(tables), "",
+             "Tables: %s (the first with no pad); each gives two clean processes." % ", ".join(
+                 "`%s`" % os.path.basename(os.path.normpath(d)) for d in table_dirs), "",
+             "| solver | shape | dtype | layer us | PyTorch us, lowest-highest | PyTorch's spread "
+             "| layer / first table | layer / nearest PyTorch figure |",
+             "|---|---|---|---|---|---|---|---|"]
+    beyond_first = beyond_nearest = 0
+    for k in sorted(first, key=lambda k: float(first[k]["layer_ms"])):
+        if not all(k in t for t in tables):
+            continue
+        layer = float(first[k]["layer_ms"])
+        vals = [float(t[k][c]) for t in tables for c in ("pytorch_ms", "pytorch_again_ms")]
+        near = min(vals, key=lambda v: abs(math.log(layer / v)))
+        ratio_first = layer / float(first[k]["pytorch_ms"])
+        beyond_first += abs(ratio_first - 1) > TARGET_GRAPH
+        beyond_nearest += abs(layer / near - 1) > TARGET_GRAPH
+        lines.append("| %s | %s | %s | %.2f | %.2f-%.2f | %.3f | %.3f | %.3f |" % (
+            k[0], k[1], k[2], layer * 1e3, min(vals) * 1e3, max(vals) * 1e3, max(vals) / min(vals),
+            ratio_first, layer / near))
+    lines += ["", "Rows: %d; the layer beyond %d%% of the first table's PyTorch: %d; beyond %d%% of "
+              "the nearest PyTorch figure over all placements: %d." % (
+                  len(first), round(TARGET_GRAPH * 100), beyond_first, round(TARGET_GRAPH * 100), beyond_nearest)]
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "--clean":
         clean(argv[2], argv[3], argv[4])
+        return 0
+    if len(argv) == 5 and argv[1] == "--clean-burst":
+        clean(argv[2], argv[3], argv[4], burst_only=True)
         return 0
     if len(argv) == 5 and argv[1] == "--duty-clean":
         clean(argv[2], argv[3], argv[4], DUTY_GAPS_MS)
@@ -469,6 +624,12 @@ def main(argv):
         return 0
     if len(argv) == 3:
         compare(argv[1], argv[2])
+        return 0
+    if len(argv) >= 5 and argv[1] == "--placements":
+        placements(argv[2], argv[3:])
+        return 0
+    if len(argv) == 4 and argv[1] in ("--per-shape", "--burst-only"):
+        compare(argv[2], argv[3], "shape" if argv[1] == "--per-shape" else "solver-burst")
         return 0
     print(__doc__, file=sys.stderr)
     return 2
