@@ -6,39 +6,21 @@ benchmark; not a timed test).
 usage: torch_layer_fidelity.py [--per-shape | --burst-only] RUN_DIR OUT_DIR
        torch_layer_fidelity.py --placements OUT.md TABLE_DIR TABLE_DIR...
        torch_layer_fidelity.py --duty RUN_DIR OUT_DIR      (the long calls with rests; below)
-       torch_layer_fidelity.py --clean SOLVER RUN_DIR OUT.json   (one solver's clean process)
 
 RUN_DIR: a run of `--backend torch` with `[timing] cache = "warm"` (`--set timing.cache=warm`):
 the launch-free figure compared is a warm one on both sides. Per torch solver in the run, two
-fresh Pythons, one after the other (this script with --clean; the second gives PyTorch's own
-process-to-process spread), set what the torch layer sets for that solver (cudnn.benchmark =
-True for torch-benchmark, False for torch-default; TF32 off unless the case's compute is tf32;
-the BLAS preference of `torch-matmul+BLAS`), make each shape's inputs (uniform in [-1, 1), drawn
-in f32 on the host, rounded to the dtype and copied to the device, as rocsweep's), and measure PyTorch's own, per shape:
-- same regime (the target's reference): a short burst as a rocsweep unit is: the first call
-  alone behind a spin, a rest of 0.5 s (the layer's device rests 0.1-1 s there while the first
-  output is checked: `--duty`), then `warmup` + `samples` samples (the row's counts) back to
-  back; each sample is three calls between events made back to back (the per-call figure: the
-  third's), then a CUDA graph of K calls (K = ceil(0.2 ms / the last sample's time per call);
-  one call is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K;
-  medians of the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md), not
-  imported from the worker. Every shape's burst comes first (as the layer's units follow one
-  another), the figures below in a second pass;
-- sustained (the issue's graph20): 20 calls captured in a CUDA graph, a warm replay, then a
-  replay between two events queued behind it: time / 20, median of 20 replays, or of as many
-  as last two seconds, at least 3 (seconds of back to back work for a large GEMM: the card
-  reaches its power limit and lowers its clock);
-- per call, 30 back to back: one call between two events, the median of 30.
-Each figure carries the SM clock (NVML) read after it, as rocsweep's rows carry `clock_mhz`.
+fresh Pythons, one after the other (fidelity_reference.py --clean; the second gives PyTorch's
+own process-to-process spread), time PyTorch's own calls of the run's rows the way a rocsweep
+unit runs (fidelity_reference.py's docstring): the same regime (a burst on a rested card), the
+sustained graph of 20 calls, 30 calls back to back, each with the SM clock.
 Then, shape by shape: torch layer `median_ms` / same regime (target within 2%),
 `call_median_ms` / same regime's per call (target within 3%), the two clean processes against
 each other (PyTorch's own spread), and the layer / sustained with both clocks; lowest, highest,
 geometric mean and how many fall outside, per op and solver.
 Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
 
-FIDELITY_OUTPUT=kept: the reference keeps each call's output until the next call's replaces it,
-as `y = f(x)` in a loop does and as the torch layer does (its op holds its result); `dropped`
-(default): each output is freed as the call returns.
+FIDELITY_OUTPUT (kept or dropped, what the reference does with each call's output),
+FIDELITY_PAD_MIB, FIDELITY_PAD_KIND and FIDELITY_MAX_MS: fidelity_reference.py.
 
 --placements OUT.md TABLE_DIR...: the layer against PyTorch over the tables of several references
 made with different FIDELITY_PAD_* (the first with none): PyTorch's lowest and highest figure per
@@ -58,267 +40,14 @@ import csv
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
-import time
 
-GRAPH_CALLS = 20
-GRAPH_REPS = 20
-CALL_REPS = 30
-# rocsweep's sampling rule (src/timing.rs: TARGET_SAMPLE_S, MAX_CALLS_PER_SAMPLE; the torch
-# worker's CALLS_IN_A_ROW).
-TARGET_SAMPLE_MS = 0.2
-MAX_CALLS = 64
-CALLS_IN_A_ROW = 3
-# How long the card rests between a shape's first call and its samples (the layer's device rests
-# 0.1 to 1 s there while the supervisor checks the first output).
-REST_S = 0.5
-TARGET_GRAPH = 0.02
-TARGET_CALL = 0.03
-# The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
-WARMUP = 2
-# What the reference does with a call's output: `dropped` (each call's output freed on return;
-# the caching allocator hands the next call the same block) or `kept` (held until the next call's
-# replaces it). Set by FIDELITY_OUTPUT; the children inherit it.
-OUTPUT = os.environ.get("FIDELITY_OUTPUT", "dropped")
-# Diagnostics (the children inherit them): FIDELITY_PAD_MIB=N holds N MiB of device memory,
-# allocated and zeroed before each shape's inputs (where the caching allocator places them: in
-# segments of their own after it); with FIDELITY_PAD_KIND=freed the N MiB are freed again before
-# the inputs, the allocator keeps the segment, and the inputs and outputs are carved from it one
-# after the other (as in a process whose earlier work left its segments cached);
-# FIDELITY_MAX_MS=X times only the rows whose layer time is under X ms.
-PAD_MIB = int(os.environ.get("FIDELITY_PAD_MIB", "0"))
-PAD_KIND = os.environ.get("FIDELITY_PAD_KIND", "held")
-MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
-# --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
-DUTY_GAPS_MS = (0, 1, 3, 10, 30)
-DUTY_MIN_MS = 0.1
+from fidelity_reference import (DUTY_GAPS_MS, GRAPH_CALLS, MAX_MS, OUTPUT, PAD_KIND, PAD_MIB,
+                                TARGET_CALL, TARGET_GRAPH, forked, key, rows)
 
-
-def rows(run_dir):
-    with open(os.path.join(run_dir, "results.csv"), newline="") as f:
-        for r in csv.DictReader(f):
-            if r["backend"] == "torch" and r["status"] == "ok" and r["median_ms"] \
-                    and float(r["median_ms"]) < MAX_MS:
-                yield r
-
-
-def key(r):
-    return r["case_id"] + "|" + r["solver"]
-
-
-# --- the clean process ------------------------------------------------------------------------
-
-def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
-    """One clean process's figures for `solver` (see the docstring); only: the keys of the shapes
-    to time (all when None); burst_only: the same-regime burst alone, no sustained pass."""
-    import torch
-    from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
-    from peer_times import per_call_ms  # one call between events, the median of reps
-
-    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-    dev = torch.device("cuda")
-
-    def uniform(shape, dtype):
-        # Drawn on the host and copied in, as the layer's inputs arrive (the device's memory
-        # written by copies, not by kernels; see reports/h200/timing/process-state/).
-        return (torch.rand(*shape, dtype=torch.float32) * 2 - 1).to(dt[dtype]).to(dev)
-
-    def conv(r):
-        torch.backends.cudnn.benchmark = solver == "torch-benchmark"
-        torch.backends.cudnn.allow_tf32 = False
-        n, ci, co = int(r["n"]), int(r["c_in"]), int(r["c_out"])
-        h, w, k, g = int(r["h"]), int(r["w"]), int(r["kernel"]), int(r["groups"])
-        x = uniform((n, ci, h, w), r["dtype"])
-        wt = uniform((co, ci // g, k, k), r["dtype"])
-        if r["layout"] == "nhwc":
-            x = x.to(memory_format=torch.channels_last)
-            wt = wt.to(memory_format=torch.channels_last)
-        kw = dict(stride=int(r["stride"]), padding=int(r["pad"]), dilation=int(r["dilation"]), groups=g)
-        if r["direction"] != "fwd":
-            return None
-        return lambda: torch.nn.functional.conv2d(x, wt, **kw)
-
-    def gemm(r):
-        base, _, blas = solver.partition("+")
-        if blas:
-            torch.backends.cuda.preferred_blas_library(blas)
-        torch.backends.cuda.matmul.allow_tf32 = r["compute"] == "tf32"
-        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = r["compute"] == "f16"
-        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
-        m, n, k, batch = int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"])
-        ta, tb = r["trans_a"] == "true", r["trans_b"] == "true"
-        a = uniform((batch, k, m) if ta else (batch, m, k), r["dtype"])
-        b = uniform((batch, n, k) if tb else (batch, k, n), r["dtype"])
-        if ta:
-            a = a.transpose(1, 2)
-        if batch == 1:
-            a = a[0]
-        if base == "torch-linear":
-            wt = b[0] if tb else b[0].t()
-            return lambda: torch.nn.functional.linear(a, wt)
-        bb = b.transpose(1, 2) if tb else b
-        if batch == 1:
-            bb = bb[0]
-        return lambda: torch.matmul(a, bb)
-
-    def ev():
-        return torch.cuda.Event(enable_timing=True)
-
-    cycles = []
-
-    def spin_ms(ms):
-        """A spin kernel of about `ms` on the current stream (torch.cuda._sleep counts cycles)."""
-        if not cycles:
-            a, b = ev(), ev()
-            torch.cuda._sleep(1000)
-            a.record()
-            torch.cuda._sleep(2_000_000)
-            b.record()
-            b.synchronize()
-            cycles.append(2_000_000 / a.elapsed_time(b))
-        torch.cuda._sleep(int(ms * cycles[0]))
-
-    def capture(fn, calls):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                fn()
-        g.replay()
-        torch.cuda.synchronize()
-        return g
-
-    def held_ms(enqueue):
-        """Device ms of what enqueue() queues, queued behind a 0.2 ms spin."""
-        a, b = ev(), ev()
-        spin_ms(0.2)
-        a.record()
-        enqueue()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b)
-
-    def burst(fn, warmup, samples, gap_s=0.0):
-        """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
-        the host idles that long before each sample (--duty)."""
-        graphs, dev, call = {}, [], []
-        # The layer's first sample is the first call alone (its `first_call_ms`), which sets K;
-        # then its device rests while the call's output is checked (0.1 to 1 s on the H200's
-        # GEMM sweep, ROCSWEEP_TORCH_TRACE), and the samples follow back to back.
-        last = held_ms(fn)
-        time.sleep(REST_S)
-        for i in range(warmup + samples):
-            if gap_s:
-                time.sleep(gap_s)
-            k = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
-            for _ in range(CALLS_IN_A_ROW):
-                a, b = ev(), ev()
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-            one = a.elapsed_time(b)
-            if k > 1:
-                if k not in graphs:
-                    graphs[k] = capture(fn, k)
-                last = held_ms(graphs[k].replay) / k
-            else:
-                last = held_ms(fn)
-            if i >= warmup:
-                dev.append(last)
-                call.append(one)
-        graphs.clear()
-        return statistics.median(dev), statistics.median(call), sm_clock_mhz()
-
-    def sustained(fn, per_call):
-        """(ms, SM clock): the issue's graph20, see the docstring; per_call: about its ms per call."""
-        g = capture(fn, GRAPH_CALLS)
-        times = []
-        # At least two seconds of back to back replays where 20 replays take less; three where
-        # one call is long (a 21 ms f32 GEMM: 2.5 s).
-        reps = max(3, min(GRAPH_REPS, math.ceil(2000 / (2 * GRAPH_CALLS * max(per_call, 1e-3)))))
-        for _ in range(reps):
-            a, b = ev(), ev()
-            g.replay()
-            a.record()
-            g.replay()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b) / GRAPH_CALLS)
-        del g
-        return statistics.median(times), sm_clock_mhz()
-
-    def holding(fn):
-        """fn, its output kept until the next call's replaces it, as `y = f(x)` in a loop keeps
-        it (OUTPUT=kept; the caching allocator then alternates two output blocks)."""
-        out = [None]
-
-        def call():
-            out[0] = fn()
-        return call
-
-    def shapes():
-        for r in rows(run_dir):
-            make = conv if r["op"] == "conv2d" else gemm if r["op"] == "gemm" else None
-            wanted = r["solver"] == solver and (only is None or key(r) in only)
-            pad = torch.zeros(PAD_MIB << 20, dtype=torch.uint8, device=dev) if PAD_MIB and wanted else None
-            if PAD_KIND == "freed":
-                pad = None
-            fn = make(r) if make and wanted else None
-            if fn is not None:
-                yield r, holding(fn) if OUTPUT == "kept" else fn
-            del pad
-
-    if gaps is not None:
-        # --duty: the long calls' bursts again with the host idle between samples.
-        result = {}
-        for r, fn in shapes():
-            if float(r["median_ms"]) < DUTY_MIN_MS:
-                continue
-            samples = max(1, int(r.get("samples") or 5))
-            for gap in gaps:
-                torch.cuda.synchronize()
-                time.sleep(REST_S)
-                fn()
-                torch.cuda.synchronize()
-                result.setdefault(key(r), {})["%g" % gap] = burst(fn, WARMUP, samples, gap / 1e3)[0]
-            del fn
-            torch.cuda.empty_cache()
-        with open(out, "w") as f:
-            json.dump(result, f)
-        return
-
-    # Two passes, as the layer's units follow one another: first every shape's burst, then
-    # the sustained and back-to-back figures (seconds of work at the power limit, which would
-    # leave the next shape's burst on a capped clock).
-    result = {}
-    for r, fn in shapes():
-        fn()
-        torch.cuda.synchronize()
-        samples = max(1, int(r.get("samples") or 5))
-        burst_ms, burst_call_ms, burst_clock = burst(fn, WARMUP, samples)
-        result[key(r)] = {"burst_ms": burst_ms, "burst_call_ms": burst_call_ms, "burst_clock": burst_clock}
-        del fn
-        torch.cuda.empty_cache()
-    for r, fn in ([] if burst_only else shapes()):
-        fn()
-        torch.cuda.synchronize()
-        m = result[key(r)]
-        m["graph_ms"], m["graph_clock"] = sustained(fn, m["burst_ms"])
-        m["call30_ms"] = per_call_ms(fn, CALL_REPS)
-        del fn
-        torch.cuda.empty_cache()
-    result["_versions"] = {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version()),
-                           "device": torch.cuda.get_device_name(0)}
-    with open(out, "w") as f:
-        json.dump(result, f)
+# The clean processes' script.
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fidelity_reference.py")
 
 
 # --- the comparison ---------------------------------------------------------------------------
@@ -335,30 +64,6 @@ def summary(ratios, target, spreads=None):
         beyond = sum(1 for x, s in zip(ratios, spreads)
                      if abs(math.log(x)) > max(math.log1p(target), abs(math.log(s))))
     return len(ratios), "%.3f" % min(ratios), "%.3f" % max(ratios), "%.3f" % geo, outside, beyond
-
-
-def forked(solver, run_dir, out, k):
-    """Shape `k` alone in a clean process: a fork of this one, which imported torch and never
-    touched CUDA (a child may initialise CUDA only then), timing the burst and nothing else."""
-    import torch  # noqa: F401  (imported once here, not in every child)
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            clean(solver, run_dir, out, only={k}, burst_only=True)
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            code = 1
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError("the clean process for %s (%s) failed: status %d" % (k, solver, status))
-    with open(out) as f:
-        return json.load(f)
 
 
 def clean_shapes(run_dir, out_dir, solvers):
@@ -386,7 +91,7 @@ def clean_runs(run_dir, out_dir, solvers, burst_only=False):
         for n, into in ((1, first), (2, second)):
             out = os.path.join(out_dir, "clean-%s-%d.json" % (solver, n))
             args = ["--clean-burst" if burst_only else "--clean", solver, run_dir, out]
-            subprocess.run([sys.executable, os.path.abspath(__file__)] + args, check=True)
+            subprocess.run([sys.executable, REFERENCE] + args, check=True)
             with open(out) as f:
                 got = json.load(f)
             versions = got.pop("_versions", versions)
@@ -549,8 +254,7 @@ def duty(run_dir, out_dir):
     0 to 30 ms between samples, beside the gaps the layer's own trace shows."""
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, "duty-torch-matmul.json")
-    subprocess.run([sys.executable, os.path.abspath(__file__), "--duty-clean", "torch-matmul", run_dir, out],
-                   check=True)
+    subprocess.run([sys.executable, REFERENCE, "--duty-clean", "torch-matmul", run_dir, out], check=True)
     with open(out) as f:
         got = json.load(f)
     gaps, busy = layer_gaps(run_dir)
@@ -610,15 +314,6 @@ def placements(out_md, table_dirs):
 
 
 def main(argv):
-    if len(argv) == 5 and argv[1] == "--clean":
-        clean(argv[2], argv[3], argv[4])
-        return 0
-    if len(argv) == 5 and argv[1] == "--clean-burst":
-        clean(argv[2], argv[3], argv[4], burst_only=True)
-        return 0
-    if len(argv) == 5 and argv[1] == "--duty-clean":
-        clean(argv[2], argv[3], argv[4], DUTY_GAPS_MS)
-        return 0
     if len(argv) == 4 and argv[1] == "--duty":
         duty(argv[2], argv[3])
         return 0

@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""PyTorch itself in a clean process, timed the way a rocsweep unit runs: the reference of
+torch_layer_fidelity.py (issue 42's benchmark; not a timed test).
+
+usage: fidelity_reference.py --clean SOLVER RUN_DIR OUT.json        (one solver's clean process)
+       fidelity_reference.py --clean-burst SOLVER RUN_DIR OUT.json  (the same, bursts only)
+       fidelity_reference.py --duty-clean SOLVER RUN_DIR OUT.json   (bursts with rests: --duty)
+
+For each ok torch row of RUN_DIR whose solver is SOLVER, the process sets what the torch layer
+sets for that solver (cudnn.benchmark = True for torch-benchmark, False for torch-default; TF32
+off unless the case's compute is tf32; the BLAS preference of `torch-matmul+BLAS`), makes the
+shape's inputs (uniform in [-1, 1), drawn in f32 on the host, rounded to the dtype and copied to
+the device, as rocsweep's), and measures PyTorch's own, per shape:
+- same regime (the target's reference): a short burst as a rocsweep unit is: the first call
+  alone behind a spin, a rest of 0.5 s (the layer's device rests 0.1-1 s there while the first
+  output is checked: `--duty`), then `warmup` + `samples` samples (the row's counts) back to
+  back; each sample is three calls between events made back to back (the per-call figure: the
+  third's), then a CUDA graph of K calls (K = ceil(0.2 ms / the last sample's time per call);
+  one call is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K;
+  medians of the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md),
+  not imported from the worker. Every shape's burst comes first (as the layer's units follow one
+  another), the figures below in a second pass;
+- sustained (the issue's graph20): 20 calls captured in a CUDA graph, a warm replay, then a
+  replay between two events queued behind it: time / 20, median of 20 replays, or of as many
+  as last two seconds, at least 3 (seconds of back to back work for a large GEMM: the card
+  reaches its power limit and lowers its clock);
+- per call, 30 back to back: one call between two events, the median of 30.
+Each figure carries the SM clock (NVML) read after it, as rocsweep's rows carry `clock_mhz`.
+`forked` runs one shape alone in a process of its own (torch_layer_fidelity.py --per-shape).
+
+FIDELITY_OUTPUT=kept: each call's output is kept until the next call's replaces it, as
+`y = f(x)` in a loop does and as the torch layer does (its op holds its result); `dropped`
+(default): each output is freed as the call returns. FIDELITY_PAD_MIB, FIDELITY_PAD_KIND and
+FIDELITY_MAX_MS: diagnostics, below.
+"""
+import csv
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+GRAPH_CALLS = 20
+GRAPH_REPS = 20
+CALL_REPS = 30
+# rocsweep's sampling rule (src/timing.rs: TARGET_SAMPLE_S, MAX_CALLS_PER_SAMPLE; the torch
+# worker's CALLS_IN_A_ROW).
+TARGET_SAMPLE_MS = 0.2
+MAX_CALLS = 64
+CALLS_IN_A_ROW = 3
+# How long the card rests between a shape's first call and its samples (the layer's device rests
+# 0.1 to 1 s there while the supervisor checks the first output).
+REST_S = 0.5
+TARGET_GRAPH = 0.02
+TARGET_CALL = 0.03
+# The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
+WARMUP = 2
+# What the reference does with a call's output: `dropped` (each call's output freed on return;
+# the caching allocator hands the next call the same block) or `kept` (held until the next call's
+# replaces it). Set by FIDELITY_OUTPUT; the children inherit it.
+OUTPUT = os.environ.get("FIDELITY_OUTPUT", "dropped")
+# Diagnostics (the children inherit them): FIDELITY_PAD_MIB=N holds N MiB of device memory,
+# allocated and zeroed before each shape's inputs (where the caching allocator places them: in
+# segments of their own after it); with FIDELITY_PAD_KIND=freed the N MiB are freed again before
+# the inputs, the allocator keeps the segment, and the inputs and outputs are carved from it one
+# after the other (as in a process whose earlier work left its segments cached);
+# FIDELITY_MAX_MS=X times only the rows whose layer time is under X ms.
+PAD_MIB = int(os.environ.get("FIDELITY_PAD_MIB", "0"))
+PAD_KIND = os.environ.get("FIDELITY_PAD_KIND", "held")
+MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
+# --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
+DUTY_GAPS_MS = (0, 1, 3, 10, 30)
+DUTY_MIN_MS = 0.1
+
+
+def rows(run_dir):
+    with open(os.path.join(run_dir, "results.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            if r["backend"] == "torch" and r["status"] == "ok" and r["median_ms"] \
+                    and float(r["median_ms"]) < MAX_MS:
+                yield r
+
+
+def key(r):
+    return r["case_id"] + "|" + r["solver"]
+
+
+def make_call(torch, solver, r):
+    """The row's call as the torch layer makes it for `solver` (its flags set), on fresh inputs;
+    None for what the reference does not time (a conv other than forward)."""
+    dt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    dev = torch.device("cuda")
+
+    def uniform(shape, dtype):
+        # Drawn on the host and copied in, as the layer's inputs arrive (the device's memory
+        # written by copies, not by kernels; see reports/h200/timing/process-state/).
+        return (torch.rand(*shape, dtype=torch.float32) * 2 - 1).to(dt[dtype]).to(dev)
+
+    def conv(r):
+        torch.backends.cudnn.benchmark = solver == "torch-benchmark"
+        torch.backends.cudnn.allow_tf32 = False
+        n, ci, co = int(r["n"]), int(r["c_in"]), int(r["c_out"])
+        h, w, k, g = int(r["h"]), int(r["w"]), int(r["kernel"]), int(r["groups"])
+        x = uniform((n, ci, h, w), r["dtype"])
+        wt = uniform((co, ci // g, k, k), r["dtype"])
+        if r["layout"] == "nhwc":
+            x = x.to(memory_format=torch.channels_last)
+            wt = wt.to(memory_format=torch.channels_last)
+        kw = dict(stride=int(r["stride"]), padding=int(r["pad"]), dilation=int(r["dilation"]), groups=g)
+        if r["direction"] != "fwd":
+            return None
+        return lambda: torch.nn.functional.conv2d(x, wt, **kw)
+
+    def gemm(r):
+        base, _, blas = solver.partition("+")
+        if blas:
+            torch.backends.cuda.preferred_blas_library(blas)
+        torch.backends.cuda.matmul.allow_tf32 = r["compute"] == "tf32"
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = r["compute"] == "f16"
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+        m, n, k, batch = int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"])
+        ta, tb = r["trans_a"] == "true", r["trans_b"] == "true"
+        a = uniform((batch, k, m) if ta else (batch, m, k), r["dtype"])
+        b = uniform((batch, n, k) if tb else (batch, k, n), r["dtype"])
+        if ta:
+            a = a.transpose(1, 2)
+        if batch == 1:
+            a = a[0]
+        if base == "torch-linear":
+            wt = b[0] if tb else b[0].t()
+            return lambda: torch.nn.functional.linear(a, wt)
+        bb = b.transpose(1, 2) if tb else b
+        if batch == 1:
+            bb = bb[0]
+        return lambda: torch.matmul(a, bb)
+
+    if r["op"] == "conv2d":
+        return conv(r)
+    if r["op"] == "gemm":
+        return gemm(r)
+    return None
+
+
+def holding(fn):
+    """fn, its output kept until the next call's replaces it, as `y = f(x)` in a loop keeps
+    it (OUTPUT=kept; the caching allocator then alternates two output blocks)."""
+    out = [None]
+
+    def call():
+        out[0] = fn()
+    return call
+
+
+def shapes(torch, solver, run_dir, only):
+    """(row, call) for each row of `solver` in the run (of `only`'s keys where given), with
+    FIDELITY_PAD_*'s pad held (or freed) while its inputs are made."""
+    for r in rows(run_dir):
+        if r["solver"] != solver or (only is not None and key(r) not in only):
+            continue
+        pad = torch.zeros(PAD_MIB << 20, dtype=torch.uint8, device="cuda") if PAD_MIB else None
+        if PAD_KIND == "freed":
+            pad = None
+        fn = make_call(torch, solver, r)
+        if fn is not None:
+            yield r, holding(fn) if OUTPUT == "kept" else fn
+        del pad
+
+
+class Timer:
+    """The reference's timing on the current stream: a spin kernel, graphs, bursts."""
+
+    def __init__(self, torch, sm_clock_mhz):
+        self.torch = torch
+        self.sm_clock_mhz = sm_clock_mhz  # NVML's SM clock, None where it cannot be read
+        self.cycles = []
+
+    def ev(self):
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def spin_ms(self, ms):
+        """A spin kernel of about `ms` on the current stream (torch.cuda._sleep counts cycles)."""
+        if not self.cycles:
+            a, b = self.ev(), self.ev()
+            self.torch.cuda._sleep(1000)
+            a.record()
+            self.torch.cuda._sleep(2_000_000)
+            b.record()
+            b.synchronize()
+            self.cycles.append(2_000_000 / a.elapsed_time(b))
+        self.torch.cuda._sleep(int(ms * self.cycles[0]))
+
+    def capture(self, fn, calls):
+        side = self.torch.cuda.Stream()
+        side.wait_stream(self.torch.cuda.current_stream())
+        with self.torch.cuda.stream(side):
+            fn()
+        self.torch.cuda.current_stream().wait_stream(side)
+        self.torch.cuda.synchronize()
+        g = self.torch.cuda.CUDAGraph()
+        with self.torch.cuda.graph(g):
+            for _ in range(calls):
+                fn()
+        g.replay()
+        self.torch.cuda.synchronize()
+        return g
+
+    def held_ms(self, enqueue):
+        """Device ms of what enqueue() queues, queued behind a 0.2 ms spin."""
+        a, b = self.ev(), self.ev()
+        self.spin_ms(0.2)
+        a.record()
+        enqueue()
+        b.record()
+        b.synchronize()
+        return a.elapsed_time(b)
+
+    def burst(self, fn, warmup, samples, gap_s=0.0):
+        """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
+        the host idles that long before each sample (--duty)."""
+        graphs, times, call = {}, [], []
+        # The layer's first sample is the first call alone (its `first_call_ms`), which sets K;
+        # then its device rests while the call's output is checked (0.1 to 1 s on the H200's
+        # GEMM sweep, ROCSWEEP_TORCH_TRACE), and the samples follow back to back.
+        last = self.held_ms(fn)
+        time.sleep(REST_S)
+        for i in range(warmup + samples):
+            if gap_s:
+                time.sleep(gap_s)
+            k = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
+            for _ in range(CALLS_IN_A_ROW):
+                a, b = self.ev(), self.ev()
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+            one = a.elapsed_time(b)
+            if k > 1:
+                if k not in graphs:
+                    graphs[k] = self.capture(fn, k)
+                last = self.held_ms(graphs[k].replay) / k
+            else:
+                last = self.held_ms(fn)
+            if i >= warmup:
+                times.append(last)
+                call.append(one)
+        graphs.clear()
+        return statistics.median(times), statistics.median(call), self.sm_clock_mhz()
+
+    def sustained(self, fn, per_call):
+        """(ms, SM clock): the issue's graph20, see the docstring; per_call: about its ms per call."""
+        g = self.capture(fn, GRAPH_CALLS)
+        times = []
+        # At least two seconds of back to back replays where 20 replays take less; three where
+        # one call is long (a 21 ms f32 GEMM: 2.5 s).
+        reps = max(3, min(GRAPH_REPS, math.ceil(2000 / (2 * GRAPH_CALLS * max(per_call, 1e-3)))))
+        for _ in range(reps):
+            a, b = self.ev(), self.ev()
+            g.replay()
+            a.record()
+            g.replay()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) / GRAPH_CALLS)
+        del g
+        return statistics.median(times), self.sm_clock_mhz()
+
+
+def duty_pass(torch, timer, calls, gaps):
+    """--duty: the long calls' bursts again with the host idle between samples."""
+    result = {}
+    for r, fn in calls:
+        if float(r["median_ms"]) < DUTY_MIN_MS:
+            continue
+        samples = max(1, int(r.get("samples") or 5))
+        for gap in gaps:
+            torch.cuda.synchronize()
+            time.sleep(REST_S)
+            fn()
+            torch.cuda.synchronize()
+            result.setdefault(key(r), {})["%g" % gap] = timer.burst(fn, WARMUP, samples, gap / 1e3)[0]
+        del fn
+        torch.cuda.empty_cache()
+    return result
+
+
+def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
+    """One clean process's figures for `solver` (see the docstring), written to `out`; gaps: the
+    --duty pass instead; only: the keys of the shapes to time (all when None); burst_only: the
+    same-regime burst alone, no sustained pass."""
+    import torch
+    from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
+    from peer_times import per_call_ms  # one call between events, the median of reps
+
+    timer = Timer(torch, sm_clock_mhz)
+    if gaps is not None:
+        with open(out, "w") as f:
+            json.dump(duty_pass(torch, timer, shapes(torch, solver, run_dir, only), gaps), f)
+        return
+
+    # Two passes, as the layer's units follow one another: first every shape's burst, then
+    # the sustained and back-to-back figures (seconds of work at the power limit, which would
+    # leave the next shape's burst on a capped clock).
+    result = {}
+    for r, fn in shapes(torch, solver, run_dir, only):
+        fn()
+        torch.cuda.synchronize()
+        samples = max(1, int(r.get("samples") or 5))
+        burst_ms, burst_call_ms, burst_clock = timer.burst(fn, WARMUP, samples)
+        result[key(r)] = {"burst_ms": burst_ms, "burst_call_ms": burst_call_ms, "burst_clock": burst_clock}
+        del fn
+        torch.cuda.empty_cache()
+    for r, fn in ([] if burst_only else shapes(torch, solver, run_dir, only)):
+        fn()
+        torch.cuda.synchronize()
+        m = result[key(r)]
+        m["graph_ms"], m["graph_clock"] = timer.sustained(fn, m["burst_ms"])
+        m["call30_ms"] = per_call_ms(fn, CALL_REPS)
+        del fn
+        torch.cuda.empty_cache()
+    result["_versions"] = {"torch": torch.__version__, "cudnn": str(torch.backends.cudnn.version()),
+                           "device": torch.cuda.get_device_name(0)}
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+def forked(solver, run_dir, out, k):
+    """Shape `k` alone in a clean process: a fork of this one, which imported torch and never
+    touched CUDA (a child may initialise CUDA only then), timing the burst and nothing else."""
+    import torch  # noqa: F401  (imported once here, not in every child)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            clean(solver, run_dir, out, only={k}, burst_only=True)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("the clean process for %s (%s) failed: status %d" % (k, solver, status))
+    with open(out) as f:
+        return json.load(f)
+
+
+def main(argv):
+    modes = {"--clean": {}, "--clean-burst": {"burst_only": True}, "--duty-clean": {"gaps": DUTY_GAPS_MS}}
+    if len(argv) == 5 and argv[1] in modes:
+        clean(argv[2], argv[3], argv[4], **modes[argv[1]])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
