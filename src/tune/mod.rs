@@ -143,7 +143,7 @@ fn refusal(tuned: &[Tuned]) -> String {
 fn unnamed(solver: &str, backend: &str) -> String {
     if backend == "cuda" {
         format!(
-            "{solver}: cuBLASLt and cuDNN read no override file, and PyTorch TunableOp on CUDA (2.5 to 2.11) knows only its `Default` solution"
+            "{solver}: cuBLASLt and cuDNN read no override file; PyTorch TunableOp on CUDA knows only its `Default` solution up to 2.11, and names cuBLASLt's algorithms by their configuration in later releases (2.15), rows rocsweep does not write"
         )
     } else {
         format!(

@@ -9,7 +9,10 @@
 //!   `_B_<batch>` after k for a batch;
 //! - solution: `Gemm_Hipblaslt_<index>` (2.7 on; `Gemm_Hipblaslt_<A><B>_<index>` in 2.5 and 2.6,
 //!   the index hipblaslt_ext::getIndexFromAlgo's) or `Gemm_Rocblas_<index>` (rocBLAS's solution
-//!   index). A CUDA build registers only `Default`: nothing rocsweep measures can be named there.
+//!   index). A CUDA build up to 2.11 registers only `Default`; a later one (2.15 read from its
+//!   headers: validators `CUBLASLT_VERSION` and `CUDA_DEVICE`) also cuBLASLt's algorithms by
+//!   their configuration (`Gemm_Cublaslt_id_<id>_tile_<t>_stages_<s>_splitk_<k>_red_<r>_...`),
+//!   which rocsweep does not write: nothing it names here is a CUDA solution.
 
 use super::shape::Blas;
 use crate::dtype::DType;
@@ -124,8 +127,14 @@ impl Torch {
         };
         let Some(value) = self.validator(key) else {
             let keys: Vec<&str> = self.validators.iter().map(|(k, _)| k.as_str()).collect();
+            // A CUDA build that validates cuBLASLt's version tunes cuBLASLt's algorithms too.
+            let knows = if self.validator("CUBLASLT_VERSION").is_some() {
+                "only `Default` and cuBLASLt's algorithms"
+            } else {
+                "only `Default`"
+            };
             return Some(format!(
-                "the target PyTorch {} is not a ROCm build (its TunableOp validators: {}): its TunableOp knows no {name} solution, only `Default`",
+                "the target PyTorch {} is not a ROCm build (its TunableOp validators: {}): its TunableOp knows no {name} solution, {knows}",
                 self.version,
                 keys.join(", ")
             ));
@@ -353,7 +362,23 @@ mod tests {
         };
         let why = cuda.refuses(Lib::Hipblaslt, None).unwrap();
         assert!(
-            why.contains("not a ROCm build") && why.contains("PT_VERSION"),
+            why.contains("not a ROCm build")
+                && why.contains("PT_VERSION")
+                && why.ends_with("only `Default`"),
+            "{why}"
+        );
+        // PyTorch 2.15's CUDA build (the validators it asked for on this machine) tunes
+        // cuBLASLt's algorithms as well.
+        let lt = Torch {
+            version: "2.15.0+cu132".into(),
+            validators: ["PT_VERSION", "CUDA_DEVICE", "CUBLASLT_VERSION"]
+                .iter()
+                .map(|k| (k.to_string(), String::new()))
+                .collect(),
+        };
+        let why = lt.refuses(Lib::Rocblas, None).unwrap();
+        assert!(
+            why.contains("knows no rocBLAS solution, only `Default` and cuBLASLt's algorithms"),
             "{why}"
         );
         let t = rocm_torch("2.9.1");
