@@ -1,17 +1,20 @@
 //! `rocsweep compare RUN_A RUN_B`: the same sweep run twice (two ROCm releases, two drivers, two
 //! machines), matched unit by unit. [`comparison`] builds a [`Comparison`] from the two runs'
-//! rows (read one at a time), [`render`] writes compare.csv and compare.md, [`tree`] makes one
-//! ROCm tree of a run a side (`RUN@LABEL`), [`libs`] lists the library files that differ;
-//! [`command`] only loads, writes files and picks the exit code.
+//! rows (read one at a time), [`gate`] says what `--fail-on regression` fails on, [`render`]
+//! writes compare.csv and compare.md, [`tree`] makes one ROCm tree of a run a side
+//! (`RUN@LABEL`), [`libs`] lists the library files that differ; [`command`] only loads, writes
+//! files and picks the exit code.
 
 pub mod choices;
 pub mod comparison;
+pub mod gate;
 pub mod libs;
 pub mod render;
 pub mod tree;
 
 pub use crate::results::rundir::dir_label;
 pub use comparison::*;
+pub use gate::exit_code;
 pub use render::{csv_text, markdown};
 
 use crate::error::CmdError;
