@@ -52,8 +52,6 @@ CALLS_IN_A_ROW = 3
 # How long the card rests between a shape's first call and its samples (the layer's device rests
 # 0.1 to 1 s there while the supervisor checks the first output).
 REST_S = 0.5
-TARGET_GRAPH = 0.02
-TARGET_CALL = 0.03
 # The sweeps' `warmup` (sweeps/h200-*.toml): samples before the counted ones.
 WARMUP = 2
 # What the reference does with a call's output: `dropped` (each call's output freed on return;

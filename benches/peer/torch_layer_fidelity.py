@@ -43,8 +43,11 @@ import os
 import subprocess
 import sys
 
-from fidelity_reference import (DUTY_GAPS_MS, GRAPH_CALLS, MAX_MS, OUTPUT, PAD_KIND, PAD_MIB,
-                                TARGET_CALL, TARGET_GRAPH, forked, key, rows)
+from fidelity_reference import DUTY_GAPS_MS, GRAPH_CALLS, MAX_MS, OUTPUT, PAD_KIND, PAD_MIB, forked, key, rows
+
+# The targets: launch-free within 2 % of PyTorch's, per call within 3 %.
+TARGET_GRAPH = 0.02
+TARGET_CALL = 0.03
 
 # The clean processes' script.
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fidelity_reference.py")
