@@ -57,6 +57,13 @@ CALLS_IN_A_ROW = 3
 # Set (to anything): each request's start and end on the host's monotonic clock go to the
 # worker's log, so a device command can see how long the device rests between samples.
 TRACE_VAR = "ROCSWEEP_TORCH_TRACE"
+# Set to a file's path: each sample's work is recorded by torch.profiler and appended to that file
+# as one JSON line: the prepared solver and problem, the sample's k, method and figure, and every
+# device kernel it ran (name, start and duration in us, in order; on the CPU, the top-level aten
+# calls). A diagnostic, to hold the layer's kernels against PyTorch's own
+# (benches/peer/kernel_table.py): the profiler's work slows the host, so a profiled run's rows
+# are not the layer's figures.
+KERNELS_VAR = "ROCSWEEP_TORCH_KERNELS"
 
 
 class Device:
@@ -220,6 +227,29 @@ class Device:
         del buf
         torch.cuda.synchronize()
         return True
+
+
+def profiled(d, work, path, label):
+    """work()'s result, its kernels appended to `path` as one JSON line (KERNELS_VAR)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if d.gpu else [])
+    with profile(activities=acts) as prof:
+        result = work()
+        d.sync()
+    if d.gpu:
+        events = [e for e in prof.events() if e.device_type.name != "CPU"]
+    else:
+        events = [e for e in prof.events() if e.cpu_parent is None and e.name.startswith("aten::")]
+    kernels = [[e.name, e.time_range.start, e.time_range.elapsed_us()] for e in events]
+    kernels.sort(key=lambda e: e[1])
+    dev_s, _, method = result
+    line = json.dumps(dict(label, method=method, device_s=dev_s, kernels=kernels))
+    # Appended, never through a link planted at the path.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a") as f:
+        f.write(line + "\n")
+    return result
 
 
 def info(d):
@@ -580,7 +610,6 @@ def move_batch(p, solver, blobs, d, fault_action):
 
 
 def copy(p, solver, blobs, d, fault_action=None):
-    torch = _torch
     if solver not in ("torch-to", "torch-to-nonblocking"):
         raise Unsupported("torch has no copy solver `%s`" % solver)
     nb = solver == "torch-to-nonblocking"
@@ -616,7 +645,6 @@ def copy(p, solver, blobs, d, fault_action=None):
 
 
 def cast(p, solver, blobs, d):
-    torch = _torch
     src_host = tensor(blobs[0], p["from"])
     to = DT[p["to"]]
     method = {"f32": "float", "f16": "half", "bf16": "bfloat16"}[p["to"]]
@@ -646,7 +674,8 @@ def graph(p, solver, blobs, d):
     (pad 1), a ReLU, replayed with a new activation each time."""
     torch = _torch
     F = torch.nn.functional
-    c, s, replays, keep, dt = p["channels"], p["size"], p["replays"], p["keep_outputs"], p["dtype"]
+    # One replay per activation blob (the problem's `replays`).
+    c, s, keep, dt = p["channels"], p["size"], p["keep_outputs"], p["dtype"]
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     mix = tensor(blobs[0], dt, (c, c)).to(d.dev)
@@ -745,7 +774,7 @@ def read_request(inp):
 
 
 def serve(d, inp):
-    op = None
+    op, p, solver = None, {}, ""
     # The inputs of the last prepare: a unit of the same case (another solver) says
     # "same_inputs" instead of sending them again.
     last_inputs = []
@@ -781,7 +810,7 @@ def serve(d, inp):
                 d.spin_scale = 1.0
                 print("rocsweep torch worker: process %d prepares %s" % (os.getpid(), req["solver"]),
                       file=sys.stderr)
-                p = req["problem"]
+                p, solver = req["problem"], req["solver"]
                 kind = p["op"]
                 if kind == "rng":
                     op = rng(p, req["solver"], blobs, d, req.get("seed", 0))
@@ -794,7 +823,15 @@ def serve(d, inp):
                 send({"ok": True, "chosen": op.chosen})
             elif cmd == "run":
                 t0 = time.perf_counter()
-                dev_s, call_s, method = d.run(op, max(1, int(req.get("k", 1))))
+                k = max(1, int(req.get("k", 1)))
+                kernels_path = os.environ.get(KERNELS_VAR)
+                if kernels_path:
+                    if d.gpu and k > 1 and not op.host_sync:
+                        d.graph_of(op, k)  # captured before the profiler starts, as d.run would
+                    label = {"solver": solver, "problem": p, "k": k}
+                    dev_s, call_s, method = profiled(d, lambda: d.run(op, k), kernels_path, label)
+                else:
+                    dev_s, call_s, method = d.run(op, k)
                 if os.environ.get(TRACE_VAR):
                     print("rocsweep torch worker: run k=%s start=%.6f end=%.6f" % (
                         req.get("k"), t0, time.perf_counter()), file=sys.stderr)

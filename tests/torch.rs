@@ -893,6 +893,69 @@ fn rocsweep_torch_trace_logs_each_samples_start_and_end_and_nothing_without_it()
 
 #[test]
 #[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
+fn rocsweep_torch_kernels_records_each_samples_calls_and_never_writes_through_a_link() {
+    let Some(py) = python() else { return };
+    let sweep = format!(
+        "name = \"t\"\nbackend = \"torch\"\nop = \"gemm\"\n[axes]\nm = 8\nn = 16\nk = 8\nsolver = \"torch-matmul\"\n{TIMING}"
+    );
+    let args = ["--quiet", "--no-report"];
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("kernels.jsonl");
+    let (o, r, _t) = run_sweep(
+        &py,
+        &sweep,
+        &args,
+        &[("ROCSWEEP_TORCH_KERNELS", log.as_os_str())],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(count(&r, "torch-matmul", "ok"), 1, "{}", text(&o));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The first call, one warmup and at least three samples (TIMING): a line each, naming the
+    // solver and problem, and holding the sample's calls: on the CPU one call, then k more.
+    assert!(lines.len() >= 5, "{lines:?}");
+    for l in &lines {
+        assert_eq!(l["solver"], "torch-matmul", "{l}");
+        assert_eq!(
+            (l["problem"]["op"].as_str(), l["problem"]["n"].as_u64()),
+            (Some("gemm"), Some(16)),
+            "{l}"
+        );
+        assert_eq!(l["method"], "wall", "{l}");
+        let k = l["k"].as_u64().unwrap();
+        let calls = l["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e[0] == "aten::matmul")
+            .count();
+        assert_eq!(calls as u64, if k > 1 { k + 1 } else { 1 }, "{l}");
+    }
+    assert!(lines.iter().any(|l| l["k"].as_u64() > Some(1)), "{lines:?}");
+    // A link planted at the path is not followed: the file it names stays as it was.
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "kept").unwrap();
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let (o, _, _t) = run_sweep(
+        &py,
+        &sweep,
+        &args,
+        &[("ROCSWEEP_TORCH_KERNELS", link.as_os_str())],
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "kept",
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+#[cfg_attr(rocsweep_missing_torch, ignore = "needs torch (scripts/torch-venv.sh)")]
 fn a_cpu_and_torch_run_counts_its_solvers_up_front_and_names_both_backends() {
     let Some(py) = python() else { return };
     let (o, rows, tmp) = run_sweep(

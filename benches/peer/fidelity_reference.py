@@ -67,6 +67,10 @@ OUTPUT = os.environ.get("FIDELITY_OUTPUT", "dropped")
 PAD_MIB = int(os.environ.get("FIDELITY_PAD_MIB", "0"))
 PAD_KIND = os.environ.get("FIDELITY_PAD_KIND", "held")
 MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
+# FIDELITY_KERNELS=PATH: each burst sample's device kernels (torch.profiler) appended to PATH as
+# one JSON line, as the torch worker's ROCSWEEP_TORCH_KERNELS writes the layer's
+# (benches/peer/kernel_table.py holds the two side by side).
+KERNELS = os.environ.get("FIDELITY_KERNELS")
 # --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
 DUTY_GAPS_MS = (0, 1, 3, 10, 30)
 DUTY_MIN_MS = 0.1
@@ -165,6 +169,27 @@ def shapes(torch, solver, run_dir, only):
         del pad
 
 
+def recorded(torch, work, label):
+    """work()'s result ((launch-free ms, per-call ms)); with FIDELITY_KERNELS set, the device
+    kernels it ran (name, start and duration in us, in order) appended to that file as one JSON
+    line with `label` (the profiler slows the host; the kernels' own durations are the device's)."""
+    if not KERNELS:
+        return work()
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        result = work()
+        torch.cuda.synchronize()
+    kernels = [[e.name, e.time_range.start, e.time_range.elapsed_us()]
+               for e in prof.events() if e.device_type.name != "CPU"]
+    kernels.sort(key=lambda e: e[1])
+    line = dict(label, method="graph" if label["k"] > 1 else "held", device_s=result[0] / 1e3,
+                kernels=kernels)
+    with open(KERNELS, "a") as f:
+        f.write(json.dumps(line) + "\n")
+    return result
+
+
 class Timer:
     """The reference's timing on the current stream: a spin kernel, graphs, bursts."""
 
@@ -213,10 +238,25 @@ class Timer:
         b.synchronize()
         return a.elapsed_time(b)
 
-    def burst(self, fn, warmup, samples, gap_s=0.0):
+    def burst(self, fn, warmup, samples, gap_s=0.0, label=None):
         """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
-        the host idles that long before each sample (--duty)."""
+        the host idles that long before each sample (--duty); label: the row's, for
+        FIDELITY_KERNELS."""
         graphs, times, call = {}, [], []
+
+        def sample(k):
+            for _ in range(CALLS_IN_A_ROW):
+                a, b = self.ev(), self.ev()
+                a.record()
+                fn()
+                b.record()
+                b.synchronize()
+            if k > 1:
+                if k not in graphs:
+                    graphs[k] = self.capture(fn, k)
+                return self.held_ms(graphs[k].replay) / k, a.elapsed_time(b)
+            return self.held_ms(fn), a.elapsed_time(b)
+
         # The layer's first sample is the first call alone (its `first_call_ms`), which sets K;
         # then its device rests while the call's output is checked (0.1 to 1 s on the H200's
         # GEMM sweep, ROCSWEEP_TORCH_TRACE), and the samples follow back to back.
@@ -226,19 +266,9 @@ class Timer:
             if gap_s:
                 time.sleep(gap_s)
             k = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
-            for _ in range(CALLS_IN_A_ROW):
-                a, b = self.ev(), self.ev()
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-            one = a.elapsed_time(b)
-            if k > 1:
-                if k not in graphs:
-                    graphs[k] = self.capture(fn, k)
-                last = self.held_ms(graphs[k].replay) / k
-            else:
-                last = self.held_ms(fn)
+            if k > 1 and k not in graphs:
+                graphs[k] = self.capture(fn, k)  # outside the profiler, as the layer's worker
+            last, one = recorded(self.torch, lambda: sample(k), dict(label or {}, k=k))
             if i >= warmup:
                 times.append(last)
                 call.append(one)
@@ -304,7 +334,8 @@ def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
         fn()
         torch.cuda.synchronize()
         samples = max(1, int(r.get("samples") or 5))
-        burst_ms, burst_call_ms, burst_clock = timer.burst(fn, WARMUP, samples)
+        burst_ms, burst_call_ms, burst_clock = timer.burst(fn, WARMUP, samples,
+                                                           label={"case": key(r), "solver": solver})
         result[key(r)] = {"burst_ms": burst_ms, "burst_call_ms": burst_call_ms, "burst_clock": burst_clock}
         del fn
         torch.cuda.empty_cache()
