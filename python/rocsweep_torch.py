@@ -58,7 +58,8 @@ CALLS_IN_A_ROW = 3
 # worker's log, so a device command can see how long the device rests between samples.
 TRACE_VAR = "ROCSWEEP_TORCH_TRACE"
 # Set to a file's path: each sample's work is recorded by torch.profiler and appended to that file
-# as one JSON line: the prepared solver and problem, the sample's k, method and figure, and every
+# as one JSON line: the prepared solver and problem, the sample's k (the calls asked for), calls
+# (the calls it ran: a kept graph holds within a factor of two of k), method and figure, and every
 # device kernel it ran (name, start and duration in us, in order; on the CPU, the top-level aten
 # calls). A diagnostic, to hold the layer's kernels against PyTorch's own
 # (benches/peer/kernel_table.py): the profiler's work slows the host, so a profiled run's rows
@@ -229,13 +230,16 @@ class Device:
         return True
 
 
-def profiled(d, work, path, label):
-    """work()'s result, its kernels appended to `path` as one JSON line (KERNELS_VAR)."""
+def profiled(d, op, k, path, label):
+    """d.run(op, k), its kernels appended to `path` as one JSON line (KERNELS_VAR) with the calls
+    the sample ran (a kept graph may hold other than k)."""
     from torch.profiler import ProfilerActivity, profile
 
+    if d.gpu and k > 1 and not op.host_sync:
+        d.graph_of(op, k)  # captured before the profiler starts, as d.run would
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if d.gpu else [])
     with profile(activities=acts) as prof:
-        result = work()
+        result = d.run(op, k)
         d.sync()
     if d.gpu:
         events = [e for e in prof.events() if e.device_type.name != "CPU"]
@@ -244,7 +248,8 @@ def profiled(d, work, path, label):
     kernels = [[e.name, e.time_range.start, e.time_range.elapsed_us()] for e in events]
     kernels.sort(key=lambda e: e[1])
     dev_s, _, method = result
-    line = json.dumps(dict(label, method=method, device_s=dev_s, kernels=kernels))
+    calls = op.graph[1] if method == "graph" else k
+    line = json.dumps(dict(label, k=k, calls=calls, method=method, device_s=dev_s, kernels=kernels))
     # Appended, never through a link planted at the path.
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "a") as f:
@@ -826,10 +831,8 @@ def serve(d, inp):
                 k = max(1, int(req.get("k", 1)))
                 kernels_path = os.environ.get(KERNELS_VAR)
                 if kernels_path:
-                    if d.gpu and k > 1 and not op.host_sync:
-                        d.graph_of(op, k)  # captured before the profiler starts, as d.run would
-                    label = {"solver": solver, "problem": p, "k": k}
-                    dev_s, call_s, method = profiled(d, lambda: d.run(op, k), kernels_path, label)
+                    label = {"solver": solver, "problem": p}
+                    dev_s, call_s, method = profiled(d, op, k, kernels_path, label)
                 else:
                     dev_s, call_s, method = d.run(op, k)
                 if os.environ.get(TRACE_VAR):

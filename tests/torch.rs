@@ -926,6 +926,7 @@ fn rocsweep_torch_kernels_records_each_samples_calls_and_never_writes_through_a_
         );
         assert_eq!(l["method"], "wall", "{l}");
         let k = l["k"].as_u64().unwrap();
+        assert_eq!(l["calls"].as_u64(), Some(k), "{l}");
         let calls = l["kernels"]
             .as_array()
             .unwrap()

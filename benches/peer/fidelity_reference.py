@@ -16,7 +16,9 @@ the device, as rocsweep's), and measures PyTorch's own, per shape:
   output is checked: `--duty`), then `warmup` + `samples` samples (the row's counts) back to
   back; each sample is three calls between events made back to back (the per-call figure: the
   third's), then a CUDA graph of K calls (K = ceil(0.2 ms / the last sample's time per call);
-  one call is queued uncaptured) replayed behind a spin kernel (torch.cuda._sleep): time / K;
+  one call is queued uncaptured; the graph is kept while K stays within a factor of two of the
+  calls it holds, one graph alive at a time, FIDELITY_GRAPHS) replayed behind a spin kernel
+  (torch.cuda._sleep): time / the calls it holds;
   medians of the samples. Written here from the sampling rule (src/timing.rs, docs/backends.md),
   not imported from the worker. Every shape's burst comes first (as the layer's units follow one
   another), the figures below in a second pass;
@@ -34,6 +36,7 @@ FIDELITY_OUTPUT=kept: each call's output is kept until the next call's replaces 
 FIDELITY_MAX_MS: diagnostics, below.
 """
 import csv
+import gc
 import json
 import math
 import os
@@ -71,6 +74,12 @@ MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
 # one JSON line, as the torch worker's ROCSWEEP_TORCH_KERNELS writes the layer's
 # (benches/peer/kernel_table.py holds the two side by side).
 KERNELS = os.environ.get("FIDELITY_KERNELS")
+# How many graphs a burst keeps alive: `one` (default), as the torch worker: the graph of K calls
+# is kept while the K asked for stays within a factor of two of the calls it holds, else freed
+# and captured anew; `every`: a graph per K asked for, all kept until the burst ends (what this
+# script did before 2026-11-30: replays of a second or third graph alive in the process ran
+# 0.2-0.3 us slower per kernel boundary, reports/h200/torch-layer/kernels/).
+GRAPHS = os.environ.get("FIDELITY_GRAPHS", "one")
 # --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
 DUTY_GAPS_MS = (0, 1, 3, 10, 30)
 DUTY_MIN_MS = 0.1
@@ -160,6 +169,13 @@ def shapes(torch, solver, run_dir, only):
     for r in rows(run_dir):
         if r["solver"] != solver or (only is not None and key(r) not in only):
             continue
+        # The last shape's call, its output and its graphs freed, and their memory handed back,
+        # before this shape's inputs are made, as the torch worker does between units
+        # (gc.collect, empty_cache): on the H200, PyTorch replayed a graph 0.2-0.3 us slower per
+        # kernel boundary when another graph had been captured before it and its memory was not
+        # all handed back (reports/h200/torch-layer/kernels/).
+        gc.collect()
+        torch.cuda.empty_cache()
         pad = torch.zeros(PAD_MIB << 20, dtype=torch.uint8, device="cuda") if PAD_MIB else None
         if PAD_KIND == "freed":
             pad = None
@@ -167,14 +183,16 @@ def shapes(torch, solver, run_dir, only):
         if fn is not None:
             yield r, holding(fn) if OUTPUT == "kept" else fn
         del pad
+        fn = None
 
 
 def recorded(torch, work, label):
-    """work()'s result ((launch-free ms, per-call ms)); with FIDELITY_KERNELS set, the device
-    kernels it ran (name, start and duration in us, in order) appended to that file as one JSON
-    line with `label` (the profiler slows the host; the kernels' own durations are the device's)."""
+    """(launch-free ms, per-call ms) of work(), which also returns the calls it ran; with
+    FIDELITY_KERNELS set, the device kernels it ran (name, start and duration in us, in order)
+    appended to that file as one JSON line with `label` and those calls (the profiler slows the
+    host; the kernels' own durations are the device's)."""
     if not KERNELS:
-        return work()
+        return work()[:2]
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -183,11 +201,11 @@ def recorded(torch, work, label):
     kernels = [[e.name, e.time_range.start, e.time_range.elapsed_us()]
                for e in prof.events() if e.device_type.name != "CPU"]
     kernels.sort(key=lambda e: e[1])
-    line = dict(label, method="graph" if label["k"] > 1 else "held", device_s=result[0] / 1e3,
-                kernels=kernels)
+    line = dict(label, calls=result[2], method="graph" if label["k"] > 1 else "held",
+                device_s=result[0] / 1e3, kernels=kernels)
     with open(KERNELS, "a") as f:
         f.write(json.dumps(line) + "\n")
-    return result
+    return result[:2]
 
 
 class Timer:
@@ -229,20 +247,43 @@ class Timer:
         return g
 
     def held_ms(self, enqueue):
-        """Device ms of what enqueue() queues, queued behind a 0.2 ms spin."""
-        a, b = self.ev(), self.ev()
-        self.spin_ms(0.2)
-        a.record()
-        enqueue()
-        b.record()
-        b.synchronize()
-        return a.elapsed_time(b)
+        """Device ms of what enqueue() queues, queued behind a spin that outlasted the queueing:
+        0.2 ms, four times longer while it ended first (as the torch worker's `held`: a figure
+        taken after the spin ran out would hold the host's launch time; an uncaptured call just
+        after its first, cuDNN's plan set up, can take longer than 0.2 ms to queue)."""
+        ms = 0.2
+        for _ in range(6):
+            held, a, b = self.ev(), self.ev(), self.ev()
+            self.spin_ms(ms)
+            held.record()
+            a.record()
+            enqueue()
+            b.record()
+            released_late = not held.query()
+            b.synchronize()
+            if released_late:
+                return a.elapsed_time(b)
+            ms *= 4
+        raise RuntimeError("the spin kernel ended before the calls were queued (6 tries)")
 
     def burst(self, fn, warmup, samples, gap_s=0.0, label=None):
         """(launch-free ms, per-call ms, SM clock): rocsweep's regime, see the docstring; gap_s:
         the host idles that long before each sample (--duty); label: the row's, for
         FIDELITY_KERNELS."""
         graphs, times, call = {}, [], []
+
+        def graph_for(k):
+            """(graph, calls it holds) for a sample of k calls, by GRAPHS' rule."""
+            if GRAPHS == "every":
+                if k not in graphs:
+                    graphs[k] = self.capture(fn, k)
+                return graphs[k], k
+            held = next(iter(graphs), None)
+            if held is not None and held // 2 <= k <= held * 2:
+                return graphs[held], held
+            graphs.clear()  # the old graph freed before the new one is captured
+            graphs[k] = self.capture(fn, k)
+            return graphs[k], k
 
         def sample(k):
             for _ in range(CALLS_IN_A_ROW):
@@ -252,22 +293,22 @@ class Timer:
                 b.record()
                 b.synchronize()
             if k > 1:
-                if k not in graphs:
-                    graphs[k] = self.capture(fn, k)
-                return self.held_ms(graphs[k].replay) / k, a.elapsed_time(b)
-            return self.held_ms(fn), a.elapsed_time(b)
+                g, calls = graph_for(k)
+                return self.held_ms(g.replay) / calls, a.elapsed_time(b), calls
+            return self.held_ms(fn), a.elapsed_time(b), 1
 
-        # The layer's first sample is the first call alone (its `first_call_ms`), which sets K;
-        # then its device rests while the call's output is checked (0.1 to 1 s on the H200's
-        # GEMM sweep, ROCSWEEP_TORCH_TRACE), and the samples follow back to back.
-        last = self.held_ms(fn)
+        # The layer's first sample is the first call alone (its `first_call_ms`: a sample of one
+        # call, the three between events first), which sets K; then its device rests while the
+        # call's output is checked (0.1 to 1 s on the H200's GEMM sweep, ROCSWEEP_TORCH_TRACE),
+        # and the samples follow back to back.
+        last = sample(1)[0]
         time.sleep(REST_S)
         for i in range(warmup + samples):
             if gap_s:
                 time.sleep(gap_s)
             k = max(1, min(MAX_CALLS, math.ceil(TARGET_SAMPLE_MS / last)))
-            if k > 1 and k not in graphs:
-                graphs[k] = self.capture(fn, k)  # outside the profiler, as the layer's worker
+            if k > 1:
+                graph_for(k)  # captured outside the profiler, as the torch worker does
             last, one = recorded(self.torch, lambda: sample(k), dict(label or {}, k=k))
             if i >= warmup:
                 times.append(last)

@@ -11,11 +11,14 @@ fidelity_reference.py wrote under FIDELITY_KERNELS (PyTorch's clean processes, p
 is one sample: the kernels it ran in order. Of a graph sample (k calls captured, one replay
 behind a spin kernel), the kernels after the last spin are the replay's; per side and row, the
 medians over its graph samples of: kernels per call, the kernels' summed duration per call,
-the gap between one kernel's end and the next's start, and the replay's span (first start to last
-end) per call; and the sample's own figure (device_s). Both sides ran under the profiler, so
+the gap between one kernel's end and the next's start, the replay's span (first start to last
+end) per call, its head (the spin's end to its first kernel: the graph launch's own latency, which
+the figure spreads over the calls the replay holds) and those calls; and the sample's own figure
+(device_s). LAYER.jsonl and REF.jsonl may be gzipped (.gz). Both sides ran under the profiler, so
 their figures compare with each other, not with an unprofiled run's.
 """
 import csv
+import gzip
 import json
 import statistics
 import sys
@@ -55,10 +58,11 @@ def label(r):
 
 def replay(line):
     """(names of one call's kernels, kernels per call, kernel us per call, gap us, span us per
-    call, the replay's kernels) of a graph sample; None for another sample or a replay the profiler did not see whole."""
+    call, the replay's kernels, head us: the spin's end to the replay's first kernel, calls) of a
+    graph sample; None for another sample or a replay the profiler did not see whole."""
     ks = line["kernels"]
     spins = [i for i, e in enumerate(ks) if SPIN in e[0]]
-    k = line["k"]
+    k = line.get("calls", line["k"])  # the calls the replay held (a kept graph's, not the k asked)
     if line.get("method") != "graph" or not spins:
         return None
     body = ks[spins[-1] + 1:]
@@ -68,8 +72,10 @@ def replay(line):
     busy = sum(e[2] for e in body)
     span = body[-1][1] + body[-1][2] - body[0][1]
     gaps = [b[1] - (a[1] + a[2]) for a, b in zip(body, body[1:])]
+    spin = ks[spins[-1]]
+    head = body[0][1] - (spin[1] + spin[2])
     return ([e[0] for e in body[:per]], per, busy / k, statistics.median(gaps) if gaps else 0.0,
-            span / k, body)
+            span / k, body, head, k)
 
 
 def side(lines):
@@ -91,8 +97,15 @@ def side(lines):
         "gap": statistics.median(s[3] for s, _ in samples),
         "span": statistics.median(s[4] for s, _ in samples),
         "figure": statistics.median(fig for _, fig in samples),
+        "head": statistics.median(s[6] for s, _ in samples),
+        "calls": statistics.median(s[7] for s, _ in samples),
         "each": {n: statistics.median(d) for n, d in durations.items()},  # the replays' kernels
     }
+
+
+def opened(path):
+    """A JSON-lines file, gzipped (.gz) or not."""
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
 
 
 def load(run_dir, layer_path, ref_paths):
@@ -100,12 +113,12 @@ def load(run_dir, layer_path, ref_paths):
             if r["backend"] == "torch" and r["status"] == "ok"]
     by_shape = {(row_key(r), r["solver"]): r for r in rows}
     layer, ref = {}, {}
-    for line in map(json.loads, open(layer_path)):
+    for line in map(json.loads, opened(layer_path)):
         r = by_shape.get((problem_key(line["problem"]), line["solver"]))
         if r is not None:
             layer.setdefault(r["case_id"] + "|" + r["solver"], []).append(line)
     for path in ref_paths:
-        for line in map(json.loads, open(path)):
+        for line in map(json.loads, opened(path)):
             ref.setdefault(line["case"], []).append(line)
     return rows, layer, ref
 
@@ -117,8 +130,9 @@ def ratio(a, b):
 def table(rows, layer, ref):
     out = ["| solver | shape | kernels per call, layer / PyTorch | same kernels | kernel us per call, "
            "layer / PyTorch | ratio | gap us, layer / PyTorch | span us per call, layer / PyTorch "
-           "| ratio | figure us, layer / PyTorch | ratio |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| ratio | head us per replay, layer / PyTorch | calls per replay, layer / PyTorch "
+           "| figure us, layer / PyTorch | ratio |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     names = []
     for r in rows:
         key = r["case_id"] + "|" + r["solver"]
@@ -129,10 +143,11 @@ def table(rows, layer, ref):
             continue
         same = a["names"] == b["names"]
         out.append("| %s | %s | %g / %g | %s | %.2f / %.2f | %s | %.2f / %.2f | %.2f / %.2f | %s | "
-                   "%.2f / %.2f | %s |" % (
+                   "%.1f / %.1f | %g / %g | %.2f / %.2f | %s |" % (
                        r["solver"], label(r), a["per"], b["per"], "yes" if same else "**no**",
                        a["busy"], b["busy"], ratio(a["busy"], b["busy"]), a["gap"], b["gap"],
-                       a["span"], b["span"], ratio(a["span"], b["span"]), a["figure"], b["figure"],
+                       a["span"], b["span"], ratio(a["span"], b["span"]), a["head"], b["head"],
+                       a["calls"], b["calls"], a["figure"], b["figure"],
                        ratio(a["figure"], b["figure"])))
         names.append((r, a, b))
     out += ["", "Each kernel's median duration (us), layer / PyTorch:", ""]

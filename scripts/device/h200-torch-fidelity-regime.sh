@@ -8,7 +8,8 @@
 #   through the torch layer (`--backend torch`: every torch solver, each in a Python of its own),
 #   warm cache, one trial;
 # - nvidia-smi's SM clock, power and temperature every 200 ms for the whole command (smi.csv).
-# PARTS="gemm" (or "conv") runs one half. Everything lands in $OUT/regime/ (one archive); the
+# PARTS="gemm" (or "conv") runs one half; MODE=burst-only (or per-shape) passes that mode to the
+# benchmark (bursts only, without the sustained and back-to-back passes). Everything lands in $OUT/regime/ (one archive); the
 # tables on stdout.
 set -u
 R="$OUT/regime"
@@ -34,7 +35,7 @@ for p in ${PARTS:-conv gemm}; do
   timeout 120 "$B" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
   log "$p layer rc $?"
   log "$p fidelity"
-  timeout 260 python3 benches/peer/torch_layer_fidelity.py "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
+  timeout 260 python3 benches/peer/torch_layer_fidelity.py ${MODE:+"--$MODE"} "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
   log "$p fidelity rc $?"
   cat "$R/$p-table/fidelity.md" 2>/dev/null
   cp "$R/$p-table/fidelity.md" "$OUT/$p-fidelity.md" 2>/dev/null
