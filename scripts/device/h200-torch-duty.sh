@@ -10,17 +10,8 @@
 # - nvidia-smi's SM clock, power, temperature and clock-event reasons every 100 ms (smi.csv).
 set -u
 R="$OUT/duty"
-mkdir -p "$R"
-f=target/carry/after/rocsweep
-if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
-    chmod +x "$f" || exit 1
-fi
-log() { echo "[$(date -u +%H:%M:%S.%3N) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 100 > "$R/smi.csv" 2>&1 &
-SMI=$!
-export ROCSWEEP_PYTHON=$(command -v python3)
+SMI_MS=100
+. scripts/device/torch-layer-start.sh
 log "gemm layer"
 ROCSWEEP_TORCH_TRACE=1 timeout 120 "$f" run --quiet --no-report --backend torch --trials 1 \
   --set 'timing.cache="warm"' sweeps/h200-gemm-shapes.toml --out "$R/gemm" > "$R/gemm.log" 2>&1
@@ -29,6 +20,6 @@ log duty
 timeout 200 python3 benches/peer/torch_layer_fidelity.py --duty "$R/gemm" "$R/duty-table" > "$R/duty.log" 2>&1
 log "duty rc $?"
 cat "$R/duty-table/duty.md" 2>/dev/null
-kill "$SMI" 2>/dev/null
+[ -n "$SMI" ] && kill "$SMI" 2>/dev/null
 tar czf "$OUT/duty.tgz" -C "$OUT" --exclude=caches duty
 rm -rf "$R"

@@ -13,26 +13,13 @@
 # tables on stdout.
 set -u
 R="$OUT/regime"
-mkdir -p "$R"
-f=target/carry/after/rocsweep
-if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
-    chmod +x "$f" || exit 1
-fi
-B=$f
-log() { echo "[$(date -u +%H:%M:%S.%3N) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
-nvidia-smi > "$R/nvidia-smi.txt" 2>&1
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 200 > "$R/smi.csv" 2>&1 &
-SMI=$!
-export ROCSWEEP_PYTHON=$(command -v python3)
-python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())" > "$R/torch.txt" 2>&1
-WARM=(run --quiet --no-report --backend torch --trials 1 --set 'timing.cache="warm"')
+SMI_MS=200
+. scripts/device/torch-layer-start.sh
 for p in ${PARTS:-conv gemm}; do
   sweep=sweeps/h200-resnet50-conv.toml
   [ "$p" = gemm ] && sweep=sweeps/h200-gemm-shapes.toml
   log "$p layer"
-  timeout 120 "$B" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
+  timeout 120 "$f" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
   log "$p layer rc $?"
   log "$p fidelity"
   timeout 260 python3 benches/peer/torch_layer_fidelity.py ${MODE:+"--$MODE"} "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
@@ -40,6 +27,6 @@ for p in ${PARTS:-conv gemm}; do
   cat "$R/$p-table/fidelity.md" 2>/dev/null
   cp "$R/$p-table/fidelity.md" "$OUT/$p-fidelity.md" 2>/dev/null
 done
-kill "$SMI" 2>/dev/null
+[ -n "$SMI" ] && kill "$SMI" 2>/dev/null
 tar czf "$OUT/regime.tgz" -C "$OUT" --exclude=workers --exclude=caches regime
 rm -rf "$R"

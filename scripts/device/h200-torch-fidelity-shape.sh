@@ -20,20 +20,8 @@
 # $OUT/shape.tgz; the tables on stdout.
 set -u
 R="$OUT/shape"
-mkdir -p "$R"
-f=target/carry/after/rocsweep
-if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
-    chmod +x "$f" || exit 1
-fi
-log() { echo "[$(date -u +%H:%M:%S.%3N) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
-nvidia-smi > "$R/nvidia-smi.txt" 2>&1
-nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
-  --format=csv -lms 200 > "$R/smi.csv" 2>&1 &
-SMI=$!
-export ROCSWEEP_PYTHON=$(command -v python3)
-python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())" > "$R/torch.txt" 2>&1
-WARM=(run --quiet --no-report --backend torch --trials 1 --set 'timing.cache="warm"')
+SMI_MS=200
+. scripts/device/torch-layer-start.sh
 for p in ${PARTS:-gemm conv}; do
   sweep=sweeps/h200-resnet50-conv.toml
   [ "$p" = gemm ] && sweep=sweeps/h200-gemm-shapes.toml
@@ -55,7 +43,7 @@ for p in ${PARTS:-gemm conv}; do
     done
   done
 done
-kill "$SMI" 2>/dev/null
+[ -n "$SMI" ] && kill "$SMI" 2>/dev/null
 gzip -f "$R/smi.csv"
 tar czf "$OUT/shape.tgz" -C "$OUT" --exclude=workers --exclude=caches shape
 rm -rf "$R"

@@ -12,26 +12,16 @@
 # Everything lands in $OUT/fidelity/; the tables on stdout.
 set -u
 R="$OUT/fidelity"
-mkdir -p "$R"
-f=target/carry/after/rocsweep
-if [ ! -x "$f" ] && [ -f "$f.xz" ]; then
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$f.xz" "$f" &&
-    chmod +x "$f" || exit 1
-fi
-B=$f
-log() { echo "[$(date -u +%H:%M:%S) +${SECONDS}s] $*" | tee -a "$R/stage.log"; }
-nvidia-smi > "$R/nvidia-smi.txt" 2>&1
-export ROCSWEEP_PYTHON=$(command -v python3)
-python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.backends.cudnn.version())" > "$R/torch.txt" 2>&1
-WARM=(run --quiet --no-report --backend torch --trials 1 --set 'timing.cache="warm"')
+SMI_MS=0
+. scripts/device/torch-layer-start.sh
 log conv
-timeout 200 "$B" "${WARM[@]}" sweeps/h200-resnet50-conv.toml --out "$R/conv" > "$R/conv.log" 2>&1
+timeout 200 "$f" "${WARM[@]}" sweeps/h200-resnet50-conv.toml --out "$R/conv" > "$R/conv.log" 2>&1
 log "conv rc $?"
 log gemm
-timeout 120 "$B" "${WARM[@]}" sweeps/h200-gemm-shapes.toml --out "$R/gemm" > "$R/gemm.log" 2>&1
+timeout 120 "$f" "${WARM[@]}" sweeps/h200-gemm-shapes.toml --out "$R/gemm" > "$R/gemm.log" 2>&1
 log "gemm rc $?"
 log gemm-cold
-timeout 90 "$B" run --quiet --no-report --backend torch --trials 1 sweeps/h200-gemm-shapes.toml --out "$R/gemm-cold" > "$R/gemm-cold.log" 2>&1
+timeout 90 "$f" run --quiet --no-report --backend torch --trials 1 sweeps/h200-gemm-shapes.toml --out "$R/gemm-cold" > "$R/gemm-cold.log" 2>&1
 log "gemm-cold rc $?"
 for p in conv gemm; do
   log "fidelity $p"
