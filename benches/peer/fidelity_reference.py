@@ -171,9 +171,9 @@ def shapes(torch, solver, run_dir, only):
             continue
         # The last shape's call, its output and its graphs freed, and their memory handed back,
         # before this shape's inputs are made, as the torch worker does between units
-        # (gc.collect, empty_cache): on the H200, PyTorch replayed a graph 0.2-0.3 us slower per
-        # kernel boundary when another graph had been captured before it and its memory was not
-        # all handed back (reports/h200/torch-layer/kernels/).
+        # (gc.collect, empty_cache). On the H200 this alone did not narrow the 0.3-0.4 us gaps
+        # between kernels of PyTorch's later graphs in a process (reports/h200/torch-layer/
+        # kernels/4-full-burst/); it keeps the two sides' processes alike.
         gc.collect()
         torch.cuda.empty_cache()
         pad = torch.zeros(PAD_MIB << 20, dtype=torch.uint8, device="cuda") if PAD_MIB else None

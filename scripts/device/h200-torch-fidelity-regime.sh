@@ -9,8 +9,8 @@
 #   warm cache, one trial;
 # - nvidia-smi's SM clock, power and temperature every 200 ms for the whole command (smi.csv).
 # PARTS="gemm" (or "conv") runs one half; MODE=burst-only (or per-shape) passes that mode to the
-# benchmark (bursts only, without the sustained and back-to-back passes). Everything lands in $OUT/regime/ (one archive); the
-# tables on stdout.
+# benchmark (bursts only, without the sustained and back-to-back passes). Everything lands in
+# $OUT/regime/ (one archive); the tables on stdout.
 set -u
 R="$OUT/regime"
 SMI_MS=200
