@@ -30,6 +30,10 @@ the device, as rocsweep's), and measures PyTorch's own, per shape:
 Each figure carries the SM clock (NVML) read after it, as rocsweep's rows carry `clock_mhz`.
 `forked` runs one shape alone in a process of its own (torch_layer_fidelity.py --per-shape).
 
+FIDELITY_WARMUP=side: the call before each capture runs on a side stream (PyTorch's capture
+recipe; this script's way before 2026-11-30) instead of the current stream (default, as the
+torch worker).
+
 FIDELITY_OUTPUT=kept: each call's output is kept until the next call's replaces it, as
 `y = f(x)` in a loop does and as the torch layer does (its op holds its result); `dropped`
 (default): each output is freed as the call returns. FIDELITY_PAD_MIB, FIDELITY_PAD_KIND and
@@ -80,6 +84,11 @@ KERNELS = os.environ.get("FIDELITY_KERNELS")
 # script did before 2026-11-30: replays of a second or third graph alive in the process ran
 # 0.2-0.3 us slower per kernel boundary, reports/h200/torch-layer/kernels/).
 GRAPHS = os.environ.get("FIDELITY_GRAPHS", "one")
+# Where the call before each capture runs: `current` (default), the current stream, as the torch
+# worker does; `side`, a side stream of its own, as PyTorch's capture recipe does (and as this
+# script did before 2026-11-30: every graph after a process's first then replays 0.2-0.3 us
+# slower per kernel boundary, reports/h200/torch-layer/recapture/).
+WARMUP_ON = os.environ.get("FIDELITY_WARMUP", "current")
 # --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
 DUTY_GAPS_MS = (0, 1, 3, 10, 30)
 DUTY_MIN_MS = 0.1
@@ -232,11 +241,17 @@ class Timer:
         self.torch.cuda._sleep(int(ms * self.cycles[0]))
 
     def capture(self, fn, calls):
-        side = self.torch.cuda.Stream()
-        side.wait_stream(self.torch.cuda.current_stream())
-        with self.torch.cuda.stream(side):
+        """fn's calls captured in a graph, after one call outside it on the current stream (a
+        call on a side stream, PyTorch's capture recipe, leaves the process's later graphs
+        replaying slower: reports/h200/torch-layer/recapture/; FIDELITY_WARMUP=side does it)."""
+        if WARMUP_ON == "side":
+            side = self.torch.cuda.Stream()
+            side.wait_stream(self.torch.cuda.current_stream())
+            with self.torch.cuda.stream(side):
+                fn()
+            self.torch.cuda.current_stream().wait_stream(side)
+        else:
             fn()
-        self.torch.cuda.current_stream().wait_stream(side)
         self.torch.cuda.synchronize()
         g = self.torch.cuda.CUDAGraph()
         with self.torch.cuda.graph(g):

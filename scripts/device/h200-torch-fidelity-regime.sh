@@ -9,8 +9,10 @@
 #   warm cache, one trial;
 # - nvidia-smi's SM clock, power and temperature every 200 ms for the whole command (smi.csv).
 # PARTS="gemm" (or "conv") runs one half; MODE=burst-only (or per-shape) passes that mode to the
-# benchmark (bursts only, without the sustained and back-to-back passes). Everything lands in
-# $OUT/regime/ (one archive); the tables on stdout.
+# benchmark (bursts only, without the sustained and back-to-back passes; per-shape: a clean
+# process per shape, two per shape, about 1.5 s each on the H200). FID_TIMEOUT (default 260)
+# bounds each part's benchmark in seconds: per-shape on the whole conv sweep needs about 300.
+# Everything lands in $OUT/regime/ (one archive); the tables on stdout.
 set -u
 R="$OUT/regime"
 SMI_MS=200
@@ -22,7 +24,7 @@ for p in ${PARTS:-conv gemm}; do
   timeout 120 "$f" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
   log "$p layer rc $?"
   log "$p fidelity"
-  timeout 260 python3 benches/peer/torch_layer_fidelity.py ${MODE:+"--$MODE"} "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
+  timeout "${FID_TIMEOUT:-260}" python3 benches/peer/torch_layer_fidelity.py ${MODE:+"--$MODE"} "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
   log "$p fidelity rc $?"
   cat "$R/$p-table/fidelity.md" 2>/dev/null
   cp "$R/$p-table/fidelity.md" "$OUT/$p-fidelity.md" 2>/dev/null
