@@ -409,15 +409,16 @@ def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
         json.dump(result, f)
 
 
-def forked(solver, run_dir, out, k):
-    """Shape `k` alone in a clean process: a fork of this one, which imported torch and never
-    touched CUDA (a child may initialise CUDA only then), timing the burst and nothing else."""
+def in_fork(work):
+    """work() in a clean process: a fork of this one, which imported torch and never touched
+    CUDA (a child may initialise CUDA only then); its exit status (0: work returned; its
+    traceback on stderr where it raised)."""
     import torch  # noqa: F401  (imported once here, not in every child)
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
-            clean(solver, run_dir, out, only={k}, burst_only=True)
+            work()
         except BaseException:
             import traceback
             traceback.print_exc()
@@ -427,7 +428,13 @@ def forked(solver, run_dir, out, k):
             sys.stderr.flush()
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    return os.waitstatus_to_exitcode(status)
+
+
+def forked(solver, run_dir, out, k):
+    """Shape `k` alone in a clean process (in_fork), timing the burst and nothing else."""
+    status = in_fork(lambda: clean(solver, run_dir, out, only={k}, burst_only=True))
+    if status != 0:
         raise RuntimeError("the clean process for %s (%s) failed: status %d" % (k, solver, status))
     with open(out) as f:
         return json.load(f)

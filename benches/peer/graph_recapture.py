@@ -46,6 +46,8 @@ import os
 import statistics
 import sys
 
+from fidelity_reference import in_fork
+
 REPLAYS = 9
 SPIN_MS = 0.3
 SCENARIOS = ("once", "small-first", "twice", "twice-emptied", "twice-kept", "other-first", "fresh-inputs")
@@ -315,29 +317,18 @@ def cupy_spins(measured):
 
 
 def forked(name, op, profiled, path):
-    import torch  # noqa: F401  (imported in the parent; the child initialises CUDA)
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            import torch as t
-            rows = scenario(t, name, op, profiled)
-            with open(path, "a") as f:
-                for step, k, us, gap in rows:
-                    f.write(json.dumps(dict(scenario=name, op=op, profiled=profiled, step=step, k=k,
-                                            us_per_call=us, gap_us=gap, torch=t.__version__,
-                                            cudnn=t.backends.cudnn.version(),
-                                            device=t.cuda.get_device_name(0))) + "\n")
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            code = 1
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    """The scenario in a clean process (fidelity_reference.in_fork), its lines appended to path."""
+    def work():
+        import torch as t
+        rows = scenario(t, name, op, profiled)
+        with open(path, "a") as f:
+            for step, k, us, gap in rows:
+                f.write(json.dumps(dict(scenario=name, op=op, profiled=profiled, step=step, k=k,
+                                        us_per_call=us, gap_us=gap, torch=t.__version__,
+                                        cudnn=t.backends.cudnn.version(),
+                                        device=t.cuda.get_device_name(0))) + "\n")
+    status = in_fork(work)
+    if status != 0:
         print("graph_recapture: %s / %s failed (status %d)" % (op, name, status), file=sys.stderr)
 
 
@@ -370,7 +361,6 @@ def main(argv):
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "pin.jsonl" if os.environ.get("RECAPTURE_SET") == "pin" else "recapture.jsonl")
     open(path, "w").close()
-    import torch  # noqa: F401  (once here, never touching CUDA: the children fork from this process)
     pin = os.environ.get("RECAPTURE_SET") == "pin"
     for rep in range(reps):
         for op in (PIN_OPS if pin else OPS):
