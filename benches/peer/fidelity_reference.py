@@ -30,6 +30,9 @@ the device, as rocsweep's), and measures PyTorch's own, per shape:
 Each figure carries the SM clock (NVML) read after it, as rocsweep's rows carry `clock_mhz`.
 `forked` runs one shape alone in a process of its own (torch_layer_fidelity.py --per-shape).
 
+FIDELITY_NVML=off: no SM clock is read (NVML never opened in the process; the clock columns
+empty).
+
 FIDELITY_WARMUP=side: the call before each capture runs on a side stream (PyTorch's capture
 recipe; this script's way before 2026-11-30) instead of the current stream (default, as the
 torch worker).
@@ -89,6 +92,8 @@ GRAPHS = os.environ.get("FIDELITY_GRAPHS", "one")
 # script did before 2026-11-30: every graph after a process's first then replays 0.2-0.3 us
 # slower per kernel boundary, reports/h200/torch-layer/recapture/).
 WARMUP_ON = os.environ.get("FIDELITY_WARMUP", "current")
+# FIDELITY_NVML=off: the SM clock is not read (see clean()).
+NVML = os.environ.get("FIDELITY_NVML", "on")
 # --duty: the host's idle time between samples tried (ms), on calls at least this long (ms).
 DUTY_GAPS_MS = (0, 1, 3, 10, 30)
 DUTY_MIN_MS = 0.1
@@ -376,7 +381,10 @@ def clean(solver, run_dir, out, gaps=None, only=None, burst_only=False):
     from lt_ctypes import sm_clock_mhz  # NVML's SM clock, None where it cannot be read
     from peer_times import per_call_ms  # one call between events, the median of reps
 
-    timer = Timer(torch, sm_clock_mhz)
+    # FIDELITY_NVML=off: no SM clock read (NVML is never opened in this process), to see whether
+    # reading it after each burst changes the next shape's figures (the torch worker's Python
+    # never opens NVML).
+    timer = Timer(torch, (lambda: None) if NVML == "off" else sm_clock_mhz)
     if gaps is not None:
         with open(out, "w") as f:
             json.dump(duty_pass(torch, timer, shapes(torch, solver, run_dir, only), gaps), f)

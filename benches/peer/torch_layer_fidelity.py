@@ -21,7 +21,8 @@ Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
 
 FIDELITY_OUTPUT (kept or dropped, what the reference does with each call's output),
 FIDELITY_GRAPHS (one graph alive at a time, as the layer, or every K's), FIDELITY_WARMUP (the
-call before each capture on the current stream, as the layer, or on a side stream), FIDELITY_PAD_MIB,
+call before each capture on the current stream, as the layer, or on a side stream), FIDELITY_NVML
+(off: no SM clock read in the clean processes), FIDELITY_PAD_MIB,
 FIDELITY_PAD_KIND, FIDELITY_MAX_MS and FIDELITY_KERNELS: fidelity_reference.py.
 
 --placements OUT.md TABLE_DIR...: the layer against PyTorch over the tables of several references
