@@ -192,10 +192,11 @@ class Device:
         try:
             # One call first, outside the capture (lazy set-up, cuDNN's benchmark), on the
             # current stream: not on a side stream, as PyTorch's capture recipe warms up. On an
-            # H200 (PyTorch 2.11) a call on a side stream before a capture left every graph the
-            # process replayed afterwards 0.2-0.3 us slower per kernel boundary (up to 3 % of a
-            # 20-30 us call), its first graph excepted; warmed up on the current stream, each
-            # graph replays as a process's first does (reports/h200/torch-layer/recapture/).
+            # H200 (PyTorch 2.11), once a process had captured a second or third graph prepared
+            # on a side stream, every replay in it (the first graph's too) ran 0.2-0.3 us slower
+            # per kernel boundary (up to 3 % of a 20-30 us call); warmed up on the current
+            # stream, each graph replays as a process's first does
+            # (reports/h200/torch-layer/recapture/).
             op.call()
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
