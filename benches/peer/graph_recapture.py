@@ -21,7 +21,9 @@ measured replay (the gaps); op A is the call under test, op B another call:
 - fresh-inputs: A's graph, then A built again on new inputs (new tensors, as the next unit of the
   same shape would be) and captured anew.
 A measurement: the graph's replay queued behind a spin kernel (torch.cuda._sleep) that outlasts
-its launch, between two events; the median of 9 replays over the calls it holds (us per call).
+its launch, between two events (fidelity_reference.Timer.held_ms; the committed results were
+taken by this script's own copy of it, whose first spin lasted 0.3 ms rather than 0.2); the
+median of 9 replays over the calls it holds (us per call).
 Profiled: the median gap between one kernel's end and the next's start inside one such replay.
 Each graph is captured as the torch worker captured it until 2026-11-30 (one call on a side
 stream of its own first, PyTorch's capture recipe; the output kept as `y = f(x)` keeps it).
@@ -46,9 +48,10 @@ import os
 import statistics
 import sys
 
-from fidelity_reference import in_fork
+from fidelity_reference import Timer, in_fork
 
 REPLAYS = 9
+# cupy's spin: the first hold, ms (4x longer while the replay was not queued before it ended).
 SPIN_MS = 0.3
 SCENARIOS = ("once", "small-first", "twice", "twice-emptied", "twice-kept", "other-first", "fresh-inputs")
 # RECAPTURE_SET=pin: what turns the slower replays on and off (see pinned()), on the ops of PIN_OPS.
@@ -93,9 +96,9 @@ def make(torch, name):
 
 
 def capture(torch, call, k, side=None, warm_on_side=True, pool=None):
-    """The torch worker's capture: a call on a side stream (a new one unless `side` is given;
-    on the current stream when warm_on_side is False), then k calls captured (in `pool` where
-    given: another graph's memory pool)."""
+    """The torch worker's capture before 2026-11-30: a call on a side stream (a new one unless
+    `side` is given; on the current stream, as the worker now does, when warm_on_side is False),
+    then k calls captured (in `pool` where given: another graph's memory pool)."""
     if warm_on_side:
         side = side or torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -117,33 +120,11 @@ def capture(torch, call, k, side=None, warm_on_side=True, pool=None):
 class Meter:
     def __init__(self, torch, profiled):
         self.torch, self.profiled = torch, profiled
-        a, b = self.ev(), self.ev()
-        torch.cuda._sleep(1000)
-        a.record()
-        torch.cuda._sleep(2_000_000)
-        b.record()
-        b.synchronize()
-        self.cycles_per_ms = 2_000_000 / a.elapsed_time(b)
-
-    def ev(self):
-        return self.torch.cuda.Event(enable_timing=True)
+        self.timer = Timer(torch, lambda: None)  # the reference's spin and held replay
 
     def held(self, g):
         """us of one replay queued behind a spin that outlasted its launch."""
-        ms = SPIN_MS
-        for _ in range(6):
-            held, a, b = self.ev(), self.ev(), self.ev()
-            self.torch.cuda._sleep(int(ms * self.cycles_per_ms))
-            held.record()
-            a.record()
-            g.replay()
-            b.record()
-            late = not held.query()
-            b.synchronize()
-            if late:
-                return a.elapsed_time(b) * 1e3
-            ms *= 4
-        raise RuntimeError("the spin ended before the replay was queued (6 tries)")
+        return self.timer.held_ms(g.replay) * 1e3
 
     def measure(self, g, k):
         """(us per call, median gap us or None)."""
@@ -195,9 +176,10 @@ def scenario(torch, name, op, profiled):
         measured("A second", g2, k)
         measured("A first again", g1, k)
     elif name == "other-first":
-        b = make(torch, OTHER[OPS[op][0]])
-        g = capture(torch, b, OPS[OTHER[OPS[op][0]]][3])
-        measured("B", g, OPS[OTHER[OPS[op][0]]][3])
+        other = OTHER[OPS[op][0]]
+        b = make(torch, other)
+        g = capture(torch, b, OPS[other][3])
+        measured("B", g, OPS[other][3])
         del g, b
         gc.collect()
         torch.cuda.empty_cache()
@@ -211,11 +193,11 @@ def scenario(torch, name, op, profiled):
         a2 = make(torch, op)
         measured("A anew", capture(torch, a2, k), k)
     else:
-        pinned(torch, name, op, a, k, capture, measured)
+        pinned(torch, name, op, a, k, measured)
     return got
 
 
-def pinned(torch, name, op, a, k, capture, measured):
+def pinned(torch, name, op, a, k, measured):
     """The PIN scenarios: what turns the slower replays on, and what turns them off."""
     import time
     if name == "five":  # five graphs of A one after another, each freed before the next
