@@ -8,6 +8,8 @@
 #   then after, and the per-shape ratio torch / best library solver (scripts/layer_ratio.py);
 # - the seeds' sweeps over cuda + torch with the after binary and the default cold cache, and
 #   their which-layer tables (summary.md).
+# BOTH_WARM=1: the before binary runs with the warm cache too (both binaries know
+# [timing] cache). SEEDS=0: no seed sweeps.
 # Everything lands in $OUT/layers/; the tables on stdout.
 set -u
 R="$OUT/layers"
@@ -35,11 +37,12 @@ export ROCSWEEP_PYTHON=$(command -v python3)
 for b in before after; do
   B=target/carry/$b/rocsweep
   BOTH=(run --quiet --no-report --backend cuda,torch --trials 1)
-  [ $b = after ] && BOTH+=(--set 'timing.cache="warm"')
+  if [ $b = after ] || [ "${BOTH_WARM:-0}" = 1 ]; then BOTH+=(--set 'timing.cache="warm"'); fi
   stage "gemm-$b" 60 "$R/gemm-$b.log" "$B" "${BOTH[@]}" sweeps/h200-gemm-shapes.toml --out "$R/gemm-$b"
   stage "conv-$b" 40 "$R/conv-$b.log" "$B" "${BOTH[@]}" sweeps/h200-conv.toml --axis h=64 --axis dtype=f16,f32 --out "$R/conv-$b"
 done
 B=target/carry/after/rocsweep
+[ "${SEEDS:-1}" = 0 ] && DEADLINE=0
 AFTER=(run --quiet --backend cuda,torch --trials 1)
 stage seed-000 25 "$R/seed-000.log" "$B" "${AFTER[@]}" sweeps/seed-000-randn-like.toml --out "$R/seed-000"
 stage seed-001 30 "$R/seed-001.log" "$B" "${AFTER[@]}" sweeps/seed-001-to-device.toml --out "$R/seed-001"
