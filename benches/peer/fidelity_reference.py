@@ -77,6 +77,8 @@ OUTPUT = os.environ.get("FIDELITY_OUTPUT", "dropped")
 PAD_MIB = int(os.environ.get("FIDELITY_PAD_MIB", "0"))
 PAD_KIND = os.environ.get("FIDELITY_PAD_KIND", "held")
 MAX_MS = float(os.environ.get("FIDELITY_MAX_MS", "inf"))
+# FIDELITY_CASES=ID,ID...: only the rows of those case ids (a few shapes looked at again).
+CASES = {c for c in os.environ.get("FIDELITY_CASES", "").split(",") if c}
 # FIDELITY_KERNELS=PATH: each burst sample's device kernels (torch.profiler) appended to PATH as
 # one JSON line, as the torch worker's ROCSWEEP_TORCH_KERNELS writes the layer's
 # (benches/peer/kernel_table.py holds the two side by side).
@@ -103,7 +105,7 @@ def rows(run_dir):
     with open(os.path.join(run_dir, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
             if r["backend"] == "torch" and r["status"] == "ok" and r["median_ms"] \
-                    and float(r["median_ms"]) < MAX_MS:
+                    and float(r["median_ms"]) < MAX_MS and (not CASES or r["case_id"] in CASES):
                 yield r
 
 

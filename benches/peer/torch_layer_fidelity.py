@@ -15,7 +15,7 @@ own process-to-process spread), time PyTorch's own calls of the run's rows the w
 unit runs (fidelity_reference.py's docstring): the same regime (a burst on a rested card), the
 sustained graph of 20 calls, 30 calls back to back, each with the SM clock.
 Then, shape by shape: torch layer `median_ms` / same regime (target within 2%), and over the
-nearer of PyTorch's two clean processes (cuDNN's benchmark picks differ between processes),
+nearest of PyTorch's clean processes (cuDNN's benchmark picks differ between processes),
 `call_median_ms` / same regime's per call (target within 3%), the two clean processes against
 each other (PyTorch's own spread), and the layer / sustained with both clocks; lowest, highest,
 geometric mean and how many fall outside, per op and solver.
@@ -54,6 +54,10 @@ from fidelity_reference import DUTY_GAPS_MS, GRAPH_CALLS, MAX_MS, OUTPUT, PAD_KI
 TARGET_GRAPH = 0.02
 TARGET_CALL = 0.03
 
+# FIDELITY_PROCESSES=N (--per-shape): N clean processes per shape, not two; the table's "PyTorch"
+# and "PyTorch again" are the first two, the nearest-process figure and PyTorch's range take all.
+PROCESSES = int(os.environ.get("FIDELITY_PROCESSES", "2"))
+
 # The clean processes' script.
 REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fidelity_reference.py")
 
@@ -77,21 +81,22 @@ def summary(ratios, target, spreads=None):
 
 
 def clean_shapes(run_dir, out_dir, solvers):
-    """Per solver and shape, two clean processes of their own, one after the other, as a unit
-    that runs alone: ({key: first}, {key: second}, versions); burst figures only."""
-    first, second, versions = {}, {}, {}
+    """Per solver and shape, PROCESSES clean processes of their own (at least two), one after the
+    other, as a unit that runs alone: ([{key: figures} per process], versions); burst figures
+    only."""
+    runs, versions = [{} for _ in range(max(2, PROCESSES))], {}
     mine = list(rows(run_dir))
     for solver in solvers:
         for r in mine:
             if r["solver"] != solver:
                 continue
-            for n, into in ((1, first), (2, second)):
+            for n, into in enumerate(runs, 1):
                 out = os.path.join(out_dir, "shape-%s-%d.json" % (solver, n))
                 got = forked(solver, run_dir, out, key(r))
                 os.remove(out)
                 versions = got.pop("_versions", versions)
                 into.update(got)
-    return first, second, versions
+    return runs, versions
 
 
 def clean_runs(run_dir, out_dir, solvers, burst_only=False):
@@ -114,20 +119,23 @@ def shape_of(r):
     return ";".join("%s=%s" % (k, r[k]) for k in keys if k in r)
 
 
-def table_rows(mine, first, second):
+def table_rows(mine, first, second, more=()):
+    """The table's rows; more: the figures of further clean processes ({key: figures} each)."""
     table = []
     for r in mine:
         m, m2 = first.get(key(r)), second.get(key(r))
         if not m or not m2:
             continue
         layer, call = float(r["median_ms"]), float(r["call_median_ms"])
+        every = [m["burst_ms"], m2["burst_ms"]] + [x[key(r)]["burst_ms"] for x in more if key(r) in x]
         table.append({
             "op": r["op"], "solver": r["solver"], "case_id": r["case_id"], "shape": shape_of(r),
             "dtype": r["dtype"], "timing_method": r.get("timing_method", ""), "cache": r.get("cache", ""),
             "samples": r.get("samples", ""), "layer_ms": layer, "layer_clock": r.get("clock_mhz", ""),
             "pytorch_ms": m["burst_ms"], "pytorch_clock": m["burst_clock"], "ratio": layer / m["burst_ms"],
             "pytorch_again_ms": m2["burst_ms"], "pytorch_spread": m["burst_ms"] / m2["burst_ms"],
-            "nearest_ratio": nearest(layer, m["burst_ms"], m2["burst_ms"]),
+            "nearest_ratio": nearest(layer, *every), "pytorch_processes": len(every),
+            "pytorch_lowest_ms": min(every), "pytorch_highest_ms": max(every),
             "layer_call_ms": call, "pytorch_call_ms": m["burst_call_ms"], "call_ratio": call / m["burst_call_ms"],
             "pytorch_call_spread": m["burst_call_ms"] / m2["burst_call_ms"],
             # Absent where the reference timed bursts only (--per-shape, --burst-only).
@@ -140,7 +148,8 @@ def table_rows(mine, first, second):
 
 
 def nearest(layer, *pytorch):
-    """layer / the one of PyTorch's clean processes' figures nearest to it: where cuDNN's
+    """layer / the one of PyTorch's clean processes' figures nearest to it (of two, or of
+    FIDELITY_PROCESSES per shape): where cuDNN's
     benchmark picks differ between processes (two levels a few % apart on an H200), whether the
     layer's time is one PyTorch's own processes reach."""
     return min((layer / p for p in pytorch), key=lambda r: abs(math.log(r)))
@@ -150,7 +159,7 @@ def nearest(layer, *pytorch):
 FIGURES = (
     ("launch-free / same regime", "ratio", TARGET_GRAPH, "pytorch_spread"),
     ("PyTorch / PyTorch again (launch-free)", "pytorch_spread", TARGET_GRAPH, None),
-    ("launch-free / nearer clean process", "nearest_ratio", TARGET_GRAPH, None),
+    ("launch-free / nearest clean process", "nearest_ratio", TARGET_GRAPH, None),
     ("per call / same regime", "call_ratio", TARGET_CALL, "pytorch_call_spread"),
     ("PyTorch / PyTorch again (per call)", "pytorch_call_spread", TARGET_CALL, None),
     ("launch-free / sustained (graph20)", "sustained_ratio", TARGET_GRAPH, None),
@@ -203,7 +212,7 @@ def summary_lines(table):
 
 
 def from_csv(path):
-    """A fidelity.csv read back: its ratios as numbers (empty cells None), and the nearer clean
+    """A fidelity.csv read back: its ratios as numbers (empty cells None), and the nearest clean
     process's ratio where the table was written before that column."""
     table = []
     with open(path, newline="") as f:
@@ -239,6 +248,13 @@ def report(run_dir, table, versions, reference):
             t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], clock(t["layer_clock"]),
             t["pytorch_ms"], clock(t["pytorch_clock"]), t["ratio"], t["pytorch_spread"],
             ms(t["pytorch_sustained_ms"]), clock(t["sustained_clock"]), t["timing_method"]))
+    lines += ["", "Worst launch-free ratios against the nearest of PyTorch's clean processes:", "",
+              "| op | solver | shape | dtype | layer ms | processes | PyTorch lowest ms | highest ms | ratio |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for t in worst(table, "nearest_ratio", 12):
+        lines.append("| %s | %s | %s | %s | %.4f | %d | %.4f | %.4f | %.3f |" % (
+            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], t["pytorch_processes"],
+            t["pytorch_lowest_ms"], t["pytorch_highest_ms"], t["nearest_ratio"]))
     lines += ["", "Worst per-call ratios (same regime):", "",
               "| op | solver | shape | dtype | layer call ms | PyTorch call ms | ratio | PyTorch again |",
               "|---|---|---|---|---|---|---|---|"]
@@ -253,11 +269,12 @@ def compare(run_dir, out_dir, reference="solver"):
     os.makedirs(out_dir, exist_ok=True)
     mine = list(rows(run_dir))
     solvers = sorted({r["solver"] for r in mine})
+    more = []
     if reference == "shape":
-        first, second, versions = clean_shapes(run_dir, out_dir, solvers)
+        (first, second, *more), versions = clean_shapes(run_dir, out_dir, solvers)
     else:
         first, second, versions = clean_runs(run_dir, out_dir, solvers, reference == "solver-burst")
-    table = table_rows(mine, first, second)
+    table = table_rows(mine, first, second, more)
     with open(os.path.join(out_dir, "fidelity.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(table[0].keys()) if table else ["op"])
         w.writeheader()

@@ -12,6 +12,8 @@
 # benchmark (bursts only, without the sustained and back-to-back passes; per-shape: a clean
 # process per shape, two per shape, about 1.5 s each on the H200). FID_TIMEOUT (default 260)
 # bounds each part's benchmark in seconds: per-shape on the whole conv sweep needs about 300.
+# SOLVER=NAME: the layer runs that torch solver only (with FIDELITY_CASES and FIDELITY_PROCESSES,
+# benches/peer/: a few shapes against more clean processes).
 # Everything lands in $OUT/regime/ (one archive); the tables on stdout.
 set -u
 R="$OUT/regime"
@@ -21,7 +23,7 @@ for p in ${PARTS:-conv gemm}; do
   sweep=sweeps/h200-resnet50-conv.toml
   [ "$p" = gemm ] && sweep=sweeps/h200-gemm-shapes.toml
   log "$p layer"
-  timeout 120 "$f" "${WARM[@]}" "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
+  timeout 120 "$f" "${WARM[@]}" ${SOLVER:+--axis "solver=$SOLVER"} "$sweep" --out "$R/$p" > "$R/$p.log" 2>&1
   log "$p layer rc $?"
   log "$p fidelity"
   timeout "${FID_TIMEOUT:-260}" python3 benches/peer/torch_layer_fidelity.py ${MODE:+"--$MODE"} "$R/$p" "$R/$p-table" > "$R/$p-fidelity.log" 2>&1
