@@ -39,8 +39,8 @@ torch worker).
 
 FIDELITY_OUTPUT=kept: each call's output is kept until the next call's replaces it, as
 `y = f(x)` in a loop does and as the torch layer does (its op holds its result); `dropped`
-(default): each output is freed as the call returns. FIDELITY_PAD_MIB, FIDELITY_PAD_KIND and
-FIDELITY_MAX_MS: diagnostics, below.
+(default): each output is freed as the call returns. FIDELITY_PAD_MIB, FIDELITY_PAD_KIND,
+FIDELITY_MAX_MS and FIDELITY_CASES: diagnostics, below.
 """
 import csv
 import gc

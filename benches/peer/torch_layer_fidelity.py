@@ -24,8 +24,9 @@ Writes OUT_DIR/fidelity.csv and OUT_DIR/fidelity.md.
 FIDELITY_OUTPUT (kept or dropped, what the reference does with each call's output),
 FIDELITY_GRAPHS (one graph alive at a time, as the layer, or every K's), FIDELITY_WARMUP (the
 call before each capture on the current stream, as the layer, or on a side stream), FIDELITY_NVML
-(off: no SM clock read in the clean processes), FIDELITY_PAD_MIB,
-FIDELITY_PAD_KIND, FIDELITY_MAX_MS and FIDELITY_KERNELS: fidelity_reference.py.
+(off: no SM clock read in the clean processes), FIDELITY_CASES (only those case ids),
+FIDELITY_PAD_MIB, FIDELITY_PAD_KIND, FIDELITY_MAX_MS and FIDELITY_KERNELS: fidelity_reference.py.
+FIDELITY_PROCESSES=N (--per-shape): N clean processes per shape instead of two (below).
 
 --placements OUT.md TABLE_DIR...: the layer against PyTorch over the tables of several references
 made with different FIDELITY_PAD_* (the first with none): PyTorch's lowest and highest figure per
@@ -227,6 +228,15 @@ def from_csv(path):
     return table
 
 
+def worst_table(table, title, heads, col, n, cells):
+    """A titled markdown table of the n rows farthest from 1 in `col`: the row's op, solver,
+    shape and dtype, then cells(row)."""
+    lines = ["", title, "", "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for t in worst(table, col, n):
+        lines.append("| " + " | ".join([t["op"], t["solver"], t["shape"], t["dtype"]] + cells(t)) + " |")
+    return lines
+
+
 def report(run_dir, table, versions, reference):
     lines = ["# The torch layer against PyTorch in clean processes", "",
              "Run: `%s`; PyTorch %s, cuDNN %s, on %s. The torch layer's `median_ms` (warm, its "
@@ -239,29 +249,24 @@ def report(run_dir, table, versions, reference):
                  REFERENCES[reference], OUTPUTS[OUTPUT], GRAPH_CALLS), "",
              ("Diagnostics: %d MiB %s before each shape's inputs; rows under %s ms only." % (PAD_MIB, PAD_KIND, MAX_MS)
               if PAD_MIB or MAX_MS != float("inf") else ""), ""] + summary_lines(table)
-    lines += ["", "Shape by shape: `fidelity.csv`. Worst launch-free ratios (same regime):", "",
-              "| op | solver | shape | dtype | layer ms | MHz | PyTorch ms | MHz | ratio | PyTorch again | "
-              "sustained ms | MHz | method |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for t in worst(table, "ratio", 12):
-        lines.append("| %s | %s | %s | %s | %.4f | %s | %.4f | %s | %.3f | %.3f | %s | %s | %s |" % (
-            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], clock(t["layer_clock"]),
-            t["pytorch_ms"], clock(t["pytorch_clock"]), t["ratio"], t["pytorch_spread"],
-            ms(t["pytorch_sustained_ms"]), clock(t["sustained_clock"]), t["timing_method"]))
-    lines += ["", "Worst launch-free ratios against the nearest of PyTorch's clean processes:", "",
-              "| op | solver | shape | dtype | layer ms | processes | PyTorch lowest ms | highest ms | ratio |",
-              "|---|---|---|---|---|---|---|---|---|"]
-    for t in worst(table, "nearest_ratio", 12):
-        lines.append("| %s | %s | %s | %s | %.4f | %d | %.4f | %.4f | %.3f |" % (
-            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_ms"], t["pytorch_processes"],
-            t["pytorch_lowest_ms"], t["pytorch_highest_ms"], t["nearest_ratio"]))
-    lines += ["", "Worst per-call ratios (same regime):", "",
-              "| op | solver | shape | dtype | layer call ms | PyTorch call ms | ratio | PyTorch again |",
-              "|---|---|---|---|---|---|---|---|"]
-    for t in worst(table, "call_ratio", 8):
-        lines.append("| %s | %s | %s | %s | %.4f | %.4f | %.3f | %.3f |" % (
-            t["op"], t["solver"], t["shape"], t["dtype"], t["layer_call_ms"], t["pytorch_call_ms"],
-            t["call_ratio"], t["pytorch_call_spread"]))
+    key_cols = ("op", "solver", "shape", "dtype")
+    lines += worst_table(
+        table, "Shape by shape: `fidelity.csv`. Worst launch-free ratios (same regime):",
+        key_cols + ("layer ms", "MHz", "PyTorch ms", "MHz", "ratio", "PyTorch again", "sustained ms", "MHz",
+                    "method"), "ratio", 12,
+        lambda t: ["%.4f" % t["layer_ms"], clock(t["layer_clock"]), "%.4f" % t["pytorch_ms"],
+                   clock(t["pytorch_clock"]), "%.3f" % t["ratio"], "%.3f" % t["pytorch_spread"],
+                   ms(t["pytorch_sustained_ms"]), clock(t["sustained_clock"]), t["timing_method"]])
+    lines += worst_table(
+        table, "Worst launch-free ratios against the nearest of PyTorch's clean processes:",
+        key_cols + ("layer ms", "processes", "PyTorch lowest ms", "highest ms", "ratio"), "nearest_ratio", 12,
+        lambda t: ["%.4f" % t["layer_ms"], "%d" % t["pytorch_processes"], "%.4f" % t["pytorch_lowest_ms"],
+                   "%.4f" % t["pytorch_highest_ms"], "%.3f" % t["nearest_ratio"]])
+    lines += worst_table(
+        table, "Worst per-call ratios (same regime):",
+        key_cols + ("layer call ms", "PyTorch call ms", "ratio", "PyTorch again"), "call_ratio", 8,
+        lambda t: ["%.4f" % t["layer_call_ms"], "%.4f" % t["pytorch_call_ms"], "%.3f" % t["call_ratio"],
+                   "%.3f" % t["pytorch_call_spread"]])
     return lines
 
 
