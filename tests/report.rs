@@ -43,6 +43,20 @@ fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// The compression level a PNG's image data declares (FLEVEL of its zlib header, RFC 1950: 0
+/// fastest, 1 fast, 2 default, 3 maximum), from its first IDAT chunk.
+fn idat_zlib_level(png: &[u8]) -> Option<u8> {
+    let mut pos = 8;
+    while pos + 8 <= png.len() {
+        let len = u32::from_be_bytes(png[pos..pos + 4].try_into().ok()?) as usize;
+        if &png[pos + 4..pos + 8] == b"IDAT" {
+            return png.get(pos + 9).map(|flg| flg >> 6);
+        }
+        pos += 12 + len;
+    }
+    None
+}
+
 /// Every expected file exists, is what its name says, and the HTML carries the manifest's facts.
 fn check_files(dir: &Path, written: &[PathBuf]) {
     for name in FILES {
@@ -56,6 +70,11 @@ fn check_files(dir: &Path, written: &[PathBuf]) {
         if name.ends_with(".png") {
             assert_eq!(bytes[..8], PNG_SIGNATURE, "{name} is not a PNG");
             assert!(bytes.len() > 5_000, "{name} is suspiciously small");
+            assert!(
+                idat_zlib_level(&bytes).is_some_and(|l| l >= 2),
+                "{name} is not compressed at zlib's default level or better (FLEVEL {:?})",
+                idat_zlib_level(&bytes)
+            );
         }
         if name.ends_with(".svg") {
             let text = String::from_utf8(bytes).expect("SVG is UTF-8");
