@@ -42,13 +42,14 @@ for b in before after; do
   stage "conv-$b" 40 "$R/conv-$b.log" "$B" "${BOTH[@]}" sweeps/h200-conv.toml --axis h=64 --axis dtype=f16,f32 --out "$R/conv-$b"
 done
 B=target/carry/after/rocsweep
-[ "${SEEDS:-1}" = 0 ] && DEADLINE=0
 AFTER=(run --quiet --backend cuda,torch --trials 1)
-stage seed-000 25 "$R/seed-000.log" "$B" "${AFTER[@]}" sweeps/seed-000-randn-like.toml --out "$R/seed-000"
-stage seed-001 30 "$R/seed-001.log" "$B" "${AFTER[@]}" sweeps/seed-001-to-device.toml --out "$R/seed-001"
-stage seed-002 25 "$R/seed-002.log" "$B" "${AFTER[@]}" sweeps/seed-002-bf16-to-f32.toml --out "$R/seed-002"
-stage seed-004 25 "$R/seed-004.log" "$B" "${AFTER[@]}" sweeps/seed-004-conv2d-benchmark.toml --axis solver=engine_heuristic,torch-benchmark --out "$R/seed-004"
-stage seed-003 45 "$R/seed-003.log" "$B" "${AFTER[@]}" sweeps/seed-003-reduce-overhead.toml --out "$R/seed-003"
+if [ "${SEEDS:-1}" != 0 ]; then
+  stage seed-000 25 "$R/seed-000.log" "$B" "${AFTER[@]}" sweeps/seed-000-randn-like.toml --out "$R/seed-000"
+  stage seed-001 30 "$R/seed-001.log" "$B" "${AFTER[@]}" sweeps/seed-001-to-device.toml --out "$R/seed-001"
+  stage seed-002 25 "$R/seed-002.log" "$B" "${AFTER[@]}" sweeps/seed-002-bf16-to-f32.toml --out "$R/seed-002"
+  stage seed-004 25 "$R/seed-004.log" "$B" "${AFTER[@]}" sweeps/seed-004-conv2d-benchmark.toml --axis solver=engine_heuristic,torch-benchmark --out "$R/seed-004"
+  stage seed-003 45 "$R/seed-003.log" "$B" "${AFTER[@]}" sweeps/seed-003-reduce-overhead.toml --out "$R/seed-003"
+fi
 log tables
 for p in gemm conv; do
   for b in before after; do

@@ -79,8 +79,8 @@ fn ensure_font() -> Result<(), String> {
 }
 
 /// Draws the histogram as a PNG.
-pub fn draw(path: &Path, ratios: &[(f64, Verdict)]) -> Result<(), String> {
-    ensure_font()?;
+pub fn draw(path: &Path, ratios: &[(f64, Verdict)]) -> std::io::Result<()> {
+    ensure_font().map_err(std::io::Error::other)?;
     let bins = bins(ratios);
     let (x0, x1) = (
         bins.first().map_or(-0.5, |b| b.0),
@@ -99,63 +99,63 @@ pub fn draw(path: &Path, ratios: &[(f64, Verdict)]) -> Result<(), String> {
             format!("{n} {}", v.name())
         })
         .collect();
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let root = BitMapBackend::new(path, (800, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| fail(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "throughput ratio B / A, {} units: {}",
-                ratios.len(),
-                tally.join(", ")
-            ),
-            ("sans-serif", 22),
-        )
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(52)
-        .build_cartesian_2d(x0..x1, 0u32..top)
-        .map_err(|e| fail(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("log2(ratio): 1 = twice as fast in B, -1 = half as fast")
-        .y_desc("units")
-        .light_line_style(WHITE)
-        .label_style(("sans-serif", 14))
-        .draw()
-        .map_err(|e| fail(&e))?;
-    let gap = BIN * 0.08;
-    for v in Verdict::ALL {
-        let color = verdict_color(v);
-        chart
-            .draw_series(
-                bars(&bins)
-                    .into_iter()
-                    .filter(|b| b.0 == v)
-                    .map(|(_, start, lo, hi)| {
-                        Rectangle::new([(start + gap, lo), (start + BIN - gap, hi)], color.filled())
-                    }),
+    let fail =
+        |e: &dyn std::fmt::Display| std::io::Error::other(format!("{}: {e}", path.display()));
+    crate::markup::png::draw_to(path, (800, 480), fail, |root| {
+        root.fill(&WHITE).map_err(|e| fail(&e))?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!(
+                    "throughput ratio B / A, {} units: {}",
+                    ratios.len(),
+                    tally.join(", ")
+                ),
+                ("sans-serif", 22),
             )
-            .map_err(|e| fail(&e))?
-            .label(v.name())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], color.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(0xbd, 0xbd, 0xbd))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(|e| fail(&e))?;
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, 0), (0.0, top)],
-            BLACK.stroke_width(1),
-        ))
-        .map_err(|e| fail(&e))?;
-    root.present().map_err(|e| fail(&e))?;
-    Ok(())
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(52)
+            .build_cartesian_2d(x0..x1, 0u32..top)
+            .map_err(|e| fail(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("log2(ratio): 1 = twice as fast in B, -1 = half as fast")
+            .y_desc("units")
+            .light_line_style(WHITE)
+            .label_style(("sans-serif", 14))
+            .draw()
+            .map_err(|e| fail(&e))?;
+        let gap = BIN * 0.08;
+        for v in Verdict::ALL {
+            let color = verdict_color(v);
+            chart
+                .draw_series(bars(&bins).into_iter().filter(|b| b.0 == v).map(
+                    |(_, start, lo, hi)| {
+                        Rectangle::new([(start + gap, lo), (start + BIN - gap, hi)], color.filled())
+                    },
+                ))
+                .map_err(|e| fail(&e))?
+                .label(v.name())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 12, y + 6)], color.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 14))
+            .background_style(WHITE.mix(0.9))
+            .border_style(RGBColor(0xbd, 0xbd, 0xbd))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(|e| fail(&e))?;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, 0), (0.0, top)],
+                BLACK.stroke_width(1),
+            ))
+            .map_err(|e| fail(&e))?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -38,14 +38,10 @@ pub fn render<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<Vec<PathBuf>
     let io = |e: &dyn std::fmt::Display| std::io::Error::other(e.to_string());
     // Each image is drawn into a temporary file and renamed into place (results::atomic).
     atomic::write_via(&png, |tmp| {
-        let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
-        {
-            let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+        crate::markup::png::draw_to(tmp, size, io, |root| {
             root.fill(&WHITE).map_err(|e| io(&e))?;
-            fig.draw(&Canvas::new(&root, true)).map_err(|e| io(&e))?;
-            root.present().map_err(|e| io(&e))?;
-        }
-        encode_png(tmp, &rgb, size)
+            fig.draw(&Canvas::new(root, true)).map_err(|e| io(&e))
+        })
     })
     .map_err(|e| fail(&png, &e))?;
     atomic::write_via(&svg, |tmp| {
@@ -56,18 +52,6 @@ pub fn render<F: Figure>(fig: &F, dir: &Path, stem: &str) -> Result<Vec<PathBuf>
     })
     .map_err(|e| fail(&svg, &e))?;
     Ok(vec![png, svg])
-}
-
-/// Writes 8-bit RGB pixels to `path` as a PNG, zlib's default level with adaptive filters:
-/// plotters' own writer compresses at the fastest level, which left a large map 3.5 times the
-/// size (reports/h200/h200-gemm/heatmap.png: 3.9 MB against 1.1).
-fn encode_png(path: &Path, rgb: &[u8], (w, h): (u32, u32)) -> std::io::Result<()> {
-    use image::ImageEncoder;
-    use image::codecs::png::{CompressionType, FilterType, PngEncoder};
-    let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    PngEncoder::new_with_quality(file, CompressionType::Default, FilterType::Adaptive)
-        .write_image(rgb, w, h, image::ColorType::Rgb8)
-        .map_err(std::io::Error::other)
 }
 
 /// Black or white, whichever reads better on `bg`.

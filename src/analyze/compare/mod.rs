@@ -63,7 +63,7 @@ pub fn command(
         None
     } else {
         let drawn = crate::results::atomic::write_via(&dir.join("ratio.png"), |tmp| {
-            super::ratio_plot::draw(tmp, &ratios).map_err(std::io::Error::other)
+            super::ratio_plot::draw(tmp, &ratios)
         });
         match drawn {
             Ok(()) => Some("ratio.png"),
